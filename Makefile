@@ -1,0 +1,35 @@
+# toolcrib — the two commands a new user needs are `make run` and `make test`.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+DB     ?= sqlite:///$(CURDIR)/.toolcrib/toolcrib.db
+PORT   ?= 8765
+
+.PHONY: run test check install bench clean
+
+$(BIN)/toolcrib: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev,demo,semantic]'
+	@touch $@
+
+install: $(BIN)/toolcrib ## create the virtual environment and install toolcrib with its extras
+
+run: install ## set up a demo organization with real MCP servers and serve it
+	$(BIN)/toolcrib quickstart --database $(DB) --port $(PORT)
+
+test: install ## the whole test suite
+	$(BIN)/pytest -q
+
+check: install ## formatting, lint and strict typing
+	$(BIN)/ruff format --check src tests bench
+	$(BIN)/ruff check src tests bench
+	$(BIN)/mypy
+
+bench: install ## benchmarks: each prints a table and writes JSON under bench/out/
+	$(BIN)/python bench/context.py
+	$(BIN)/python bench/search_speed.py
+	$(BIN)/python bench/search_quality.py
+
+clean:
+	rm -rf $(VENV) .toolcrib .mypy_cache .ruff_cache .pytest_cache

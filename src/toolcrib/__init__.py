@@ -1,0 +1,1 @@
+"""toolcrib: one MCP endpoint for a whole organization."""

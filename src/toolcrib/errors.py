@@ -1,0 +1,211 @@
+"""One error hierarchy for toolcrib; every error knows its in-band code (SPEC R-3.3).
+
+```
+ToolcribError                      (code: "internal")
+├── InBandError                    an answer to a tool call, returned with ``isError: true``
+│   ├── PermissionRequired         permission_required   (names the permission)
+│   ├── ScopeRequired              scope_required        (names the scope)
+│   ├── NotFound                   not_found
+│   ├── Restricted                 restricted
+│   ├── Forbidden                  forbidden
+│   ├── ConnectionInactive         connection_inactive   (names the status)
+│   ├── HandleExpired              handle_expired
+│   ├── SchemaChanged              schema_changed
+│   ├── NeedsInput                 needs_input           (lists the missing fields)
+│   ├── InvalidArguments           invalid_arguments     (JSON-pointer errors)
+│   ├── UpstreamError              upstream_error
+│   ├── UpstreamTimeout            upstream_timeout
+│   ├── RateLimited                rate_limited
+│   └── TooLarge                   too_large
+├── CatalogError                   a catalog or a tool definition refused by the limits of R-4.2
+│   ├── CatalogRefused             the whole catalog (size, tool count)
+│   └── ToolRefused                one tool (schema size, depth, malformed)
+├── Unauthenticated                no valid grant: HTTP 401 with WWW-Authenticate (R-2.4)
+├── ConfigError                    bad settings or bad command-line input
+└── StoreError                     the database failed (translated from SQLAlchemy)
+```
+
+Library errors (sqlite3, SQLAlchemy, httpx2, the MCP SDK) are translated at the boundary with
+``raise ... from exc`` and never leak out of a gateway function.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+__all__ = [
+    "CatalogError",
+    "CatalogRefused",
+    "ConfigError",
+    "ConnectionInactive",
+    "Forbidden",
+    "HandleExpired",
+    "InBandError",
+    "InvalidArguments",
+    "NeedsInput",
+    "NotFound",
+    "PermissionRequired",
+    "RateLimited",
+    "Restricted",
+    "SchemaChanged",
+    "ScopeRequired",
+    "StoreError",
+    "TooLarge",
+    "ToolRefused",
+    "ToolcribError",
+    "Unauthenticated",
+    "UpstreamError",
+    "UpstreamTimeout",
+]
+
+
+class ToolcribError(Exception):
+    """The root of every error toolcrib raises on purpose."""
+
+    code: ClassVar[str] = "internal"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class InBandError(ToolcribError):
+    """An error answered inside a ``tools/call`` result (R-3.3), never as a protocol error."""
+
+    code: ClassVar[str] = "internal"
+
+    def extra(self) -> dict[str, Any]:
+        """Fields added next to ``code`` and ``message`` in the in-band error object."""
+        return {}
+
+    def to_payload(self) -> dict[str, Any]:
+        """The ``{"error": {...}}`` structured content of the in-band answer."""
+        return {"error": {"code": self.code, "message": self.message, **self.extra()}}
+
+
+class PermissionRequired(InBandError):
+    code: ClassVar[str] = "permission_required"
+
+    def __init__(self, permission: str, message: str | None = None) -> None:
+        super().__init__(message or f"this call needs the permission {permission!r}")
+        self.permission = permission
+
+    def extra(self) -> dict[str, Any]:
+        return {"permission": self.permission}
+
+
+class ScopeRequired(InBandError):
+    code: ClassVar[str] = "scope_required"
+
+    def __init__(self, scope: str, message: str | None = None) -> None:
+        super().__init__(message or f"the grant lacks the scope {scope!r}")
+        self.scope = scope
+
+    def extra(self) -> dict[str, Any]:
+        return {"scope": self.scope}
+
+
+class NotFound(InBandError):
+    code: ClassVar[str] = "not_found"
+
+
+class Restricted(InBandError):
+    code: ClassVar[str] = "restricted"
+
+
+class Forbidden(InBandError):
+    code: ClassVar[str] = "forbidden"
+
+
+class ConnectionInactive(InBandError):
+    code: ClassVar[str] = "connection_inactive"
+
+    def __init__(self, account: str, status: str, reason: str | None = None) -> None:
+        text = f"connection {account!r} is {status}"
+        super().__init__(f"{text}: {reason}" if reason else text)
+        self.status = status
+
+    def extra(self) -> dict[str, Any]:
+        return {"status": self.status}
+
+
+class HandleExpired(InBandError):
+    code: ClassVar[str] = "handle_expired"
+
+
+class SchemaChanged(InBandError):
+    code: ClassVar[str] = "schema_changed"
+
+
+class NeedsInput(InBandError):
+    code: ClassVar[str] = "needs_input"
+
+    def __init__(self, missing: list[dict[str, Any]]) -> None:
+        names = ", ".join(str(m["name"]) for m in missing)
+        super().__init__(f"required input missing: {names}")
+        self.missing = missing
+
+    def extra(self) -> dict[str, Any]:
+        return {"missing": self.missing}
+
+
+class InvalidArguments(InBandError):
+    code: ClassVar[str] = "invalid_arguments"
+
+    def __init__(
+        self,
+        message: str,
+        errors: list[dict[str, str]] | None = None,
+        accepted: list[str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.errors = errors or []
+        self.accepted = accepted
+
+    def extra(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"errors": self.errors}
+        if self.accepted is not None:
+            out["accepted"] = self.accepted
+        return out
+
+
+class UpstreamError(InBandError):
+    code: ClassVar[str] = "upstream_error"
+
+
+class UpstreamTimeout(InBandError):
+    code: ClassVar[str] = "upstream_timeout"
+
+
+class RateLimited(InBandError):
+    code: ClassVar[str] = "rate_limited"
+
+
+class TooLarge(InBandError):
+    code: ClassVar[str] = "too_large"
+
+
+class CatalogError(ToolcribError):
+    code: ClassVar[str] = "catalog_refused"
+
+
+class CatalogRefused(CatalogError):
+    """A whole catalog was refused (R-4.2: over 16 MiB or 5,000 tools); the previous one stays."""
+
+
+class ToolRefused(CatalogError):
+    """One tool was kept out of search and execution (R-4.2: schema over 256 KiB or 32 levels)."""
+
+
+class Unauthenticated(ToolcribError):
+    """The request carries no grant, or one that is unknown, expired, revoked or of an inactive member."""
+
+    code: ClassVar[str] = "invalid_token"
+
+
+class ConfigError(ToolcribError):
+    code: ClassVar[str] = "invalid_request"
+
+
+class StoreError(ToolcribError):
+    code: ClassVar[str] = "store_error"

@@ -1,0 +1,1 @@
+"""Who may reach what: roles, scopes, classification, the one restriction resolver. Pure."""

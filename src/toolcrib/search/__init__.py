@@ -1,0 +1,1 @@
+"""Which tools match: tokenizer, lexical scorer, typo matcher, optional vectors, index. Pure."""

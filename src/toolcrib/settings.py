@@ -1,0 +1,116 @@
+"""One settings model, read once at start-up and passed down (``TOOLCRIB_*`` environment variables)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+__all__ = ["Settings", "async_database_url"]
+
+
+class Settings(BaseSettings):
+    """Every knob of the gateway. Each field is documented; a test fails when one is not."""
+
+    model_config = SettingsConfigDict(env_prefix="TOOLCRIB_", extra="ignore", use_attribute_docstrings=True)
+
+    database_url: str = "sqlite:///toolcrib.db"
+    """Where everything is remembered: ``sqlite:///path/to/file.db`` (default, embedded) or
+    ``postgresql://user:pass@host/db``. The async driver is chosen by toolcrib."""
+
+    host: str = "127.0.0.1"
+    """Interface ``toolcrib serve`` binds to."""
+
+    port: int = 8765
+    """Port ``toolcrib serve`` listens on."""
+
+    public_url: str | None = None
+    """The URL clients use to reach this gateway (the OAuth resource identifier). Defaults to
+    ``http://{host}:{port}``."""
+
+    surface: Literal["search", "capability"] = "search"
+    """Names of the meta-tools (R-2.5): ``search`` gives ``search_tools``/``execute_tool``,
+    ``capability`` gives ``discover_capability``/``run_capability``."""
+
+    control_prefix: str = "toolcrib"
+    """Prefix of control-plane operation names: ``{prefix}__{resource}__{operation}``."""
+
+    stateless: bool = True
+    """Serve ``/mcp`` statelessly with JSON responses (any replica answers any request). When false,
+    Streamable HTTP sessions with SSE streams are kept per client."""
+
+    allowed_origins: list[str] = Field(default_factory=list)
+    """Browser ``Origin`` values allowed to call ``/mcp`` (DNS-rebinding protection). Requests with
+    any other ``Origin`` are refused; requests without one (non-browser clients) are allowed."""
+
+    max_body_bytes: int = 4 * 1024 * 1024
+    """Largest accepted request body (R-2.4: 4 MiB)."""
+
+    upstream_timeout_seconds: float = 30.0
+    """Timeout of every call to an upstream MCP server (R-13.2)."""
+
+    connect_timeout_seconds: float = 20.0
+    """Timeout for starting/connecting an upstream and fetching its catalog."""
+
+    restart_backoff_seconds: float = 0.5
+    """First delay before restarting a crashed stdio upstream; doubles on each failure up to 30 s."""
+
+    idle_stop_seconds: float = 900.0
+    """A stdio upstream unused this long is stopped; the next call starts it again (R-13.2)."""
+
+    handle_ttl_seconds: int = 600
+    """Lifetime of an action handle (R-5.10: 10 minutes)."""
+
+    policy_cache_seconds: float = 60.0
+    """How long role and restriction decisions are cached (R-7.6: default 60, never over 120)."""
+
+    result_ttl_seconds: int = 3600
+    """How long a cut result is kept in full for paging (R-12.3: 1 hour)."""
+
+    semantic: bool = False
+    """Fuse meaning search into ranking when the ``toolcrib[semantic]`` extra is installed (R-5.8)."""
+
+    secret_key: str | None = None
+    """Fernet key encrypting connection credentials at rest (R-13.3). When unset, a key is generated
+    once and kept in ``.toolcrib/secret.key`` beside a SQLite database."""
+
+    oauth_issuer: str | None = None
+    """Issuer of OAuth 2.1 access tokens (JWT) accepted as grants; unset disables OAuth grants."""
+
+    oauth_jwks_url: str | None = None
+    """JWKS URL of the OAuth issuer (defaults to ``{issuer}/.well-known/jwks.json``)."""
+
+    oauth_audience: str | None = None
+    """Audience a JWT must carry (defaults to the public URL of ``/mcp``)."""
+
+    log_level: str = "INFO"
+    """Logging level of the gateway process."""
+
+    @field_validator("policy_cache_seconds")
+    @classmethod
+    def _cache_bound(cls, value: float) -> float:
+        if not 0 <= value <= 120:
+            raise ValueError("policy_cache_seconds must be between 0 and 120 (R-7.6)")
+        return value
+
+    @property
+    def resource_url(self) -> str:
+        """The public base URL of this gateway."""
+        return (self.public_url or f"http://{self.host}:{self.port}").rstrip("/")
+
+    def sqlite_path(self) -> Path | None:
+        """The SQLite file behind ``database_url``, if it is SQLite."""
+        if self.database_url.startswith("sqlite:///"):
+            return Path(self.database_url.removeprefix("sqlite:///"))
+        return None
+
+
+def async_database_url(url: str) -> str:
+    """Map a user-facing URL to the async driver toolcrib uses for it."""
+    if url.startswith("sqlite:///"):
+        return "sqlite+aiosqlite:///" + url.removeprefix("sqlite:///")
+    if url.startswith(("postgresql://", "postgres://")):
+        return "postgresql+psycopg://" + url.split("://", 1)[1]
+    return url
