@@ -1,0 +1,136 @@
+"""Queries on connections and their catalogs."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import delete, insert, select, update
+
+from toolcrib.catalog.records import ExactRecord
+from toolcrib.store.database import Database
+from toolcrib.store.tables import connections, tools
+
+__all__ = ["ConnectionRow", "StoredTool"]
+
+
+@dataclass(slots=True)
+class ConnectionRow:
+    """A configured upstream. ``secrets`` stays sealed here; only the upstream layer opens it."""
+
+    name: str
+    connector: str
+    transport: str
+    command: list[str] | None
+    url: str | None
+    secrets: str | None
+    status: str
+    reason: str | None
+    tool_count: int
+    catalog_version: int
+    created_at: float = 0.0
+    updated_at: float = 0.0
+
+
+@dataclass(slots=True)
+class StoredTool:
+    record: ExactRecord
+    card: dict[str, Any] | None
+    refused: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _row(r: Any) -> ConnectionRow:
+    return ConnectionRow(**{k: r._mapping[k] for k in ConnectionRow.__dataclass_fields__})
+
+
+async def insert_connection(db: Database, row: ConnectionRow) -> None:
+    now = time.time()
+    row.created_at = row.updated_at = now
+    async with db.begin() as conn:
+        values = {k: getattr(row, k) for k in ConnectionRow.__dataclass_fields__}
+        await conn.execute(insert(connections).values(**values))
+
+
+async def get_connection(db: Database, name: str) -> ConnectionRow | None:
+    async with db.begin() as conn:
+        r = (await conn.execute(select(connections).where(connections.c.name == name))).first()
+    return _row(r) if r else None
+
+
+async def list_connections(db: Database) -> list[ConnectionRow]:
+    async with db.begin() as conn:
+        rows = (await conn.execute(select(connections).order_by(connections.c.name))).all()
+    return [_row(r) for r in rows]
+
+
+async def set_status(db: Database, name: str, status: str, reason: str | None) -> None:
+    async with db.begin() as conn:
+        await conn.execute(
+            update(connections)
+            .where(connections.c.name == name)
+            .values(status=status, reason=reason, updated_at=time.time())
+        )
+
+
+async def update_connection(db: Database, name: str, **values: Any) -> None:
+    async with db.begin() as conn:
+        await conn.execute(
+            update(connections).where(connections.c.name == name).values(updated_at=time.time(), **values)
+        )
+
+
+async def delete_connection(db: Database, name: str) -> bool:
+    async with db.begin() as conn:
+        await conn.execute(delete(tools).where(tools.c.account == name))
+        result = await conn.execute(delete(connections).where(connections.c.name == name))
+    return bool(result.rowcount)
+
+
+async def replace_catalog(
+    db: Database, name: str, stored: Sequence[StoredTool], *, status: str, reason: str | None
+) -> int:
+    """Swap a connection's whole catalog in one transaction; returns the new catalog version."""
+    async with db.begin() as conn:
+        await conn.execute(delete(tools).where(tools.c.account == name))
+        if stored:
+            await conn.execute(
+                insert(tools),
+                [
+                    {
+                        "account": name,
+                        "name": s.record.name,
+                        "record": s.record.to_json(),
+                        "card": s.card,
+                        "schema_hash": s.record.schema_hash,
+                        "refused": s.refused,
+                    }
+                    for s in stored
+                ],
+            )
+        version = (
+            await conn.execute(select(connections.c.catalog_version).where(connections.c.name == name))
+        ).scalar_one()
+        usable = sum(1 for s in stored if s.refused is None)
+        await conn.execute(
+            update(connections)
+            .where(connections.c.name == name)
+            .values(
+                catalog_version=version + 1,
+                tool_count=usable,
+                status=status,
+                reason=reason,
+                updated_at=time.time(),
+            )
+        )
+    return int(version) + 1
+
+
+async def load_catalog(db: Database, name: str) -> list[StoredTool]:
+    async with db.begin() as conn:
+        rows = (await conn.execute(select(tools).where(tools.c.account == name))).all()
+    return [
+        StoredTool(record=ExactRecord.from_json(dict(r.record)), card=r.card, refused=r.refused) for r in rows
+    ]

@@ -1,0 +1,148 @@
+"""Queries on members and their grants (personal access tokens stored hashed, R-7.5)."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import insert, select, update
+
+from toolcrib.store.database import Database
+from toolcrib.store.tables import grants, members
+
+__all__ = ["GrantRow", "MemberRow", "hash_token"]
+
+
+def hash_token(token: str) -> str:
+    """SHA-256 of a token: tokens are random and long, so a fast hash is the right tool."""
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class MemberRow:
+    name: str
+    role: str
+    status: str
+    created_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class GrantRow:
+    id: str
+    member: str
+    kind: str
+    scopes: frozenset[str]
+    created_at: float
+    expires_at: float | None
+    revoked_at: float | None
+
+
+def _member(r: Any) -> MemberRow:
+    return MemberRow(name=r.name, role=r.role, status=r.status, created_at=r.created_at)
+
+
+def _grant(r: Any) -> GrantRow:
+    return GrantRow(
+        id=r.id,
+        member=r.member,
+        kind=r.kind,
+        scopes=frozenset(r.scopes.split()),
+        created_at=r.created_at,
+        expires_at=r.expires_at,
+        revoked_at=r.revoked_at,
+    )
+
+
+async def insert_member(db: Database, name: str, role: str) -> MemberRow:
+    row = MemberRow(name=name, role=role, status="active", created_at=time.time())
+    async with db.begin() as conn:
+        await conn.execute(
+            insert(members).values(name=name, role=role, status="active", created_at=row.created_at)
+        )
+    return row
+
+
+async def get_member(db: Database, name: str) -> MemberRow | None:
+    async with db.begin() as conn:
+        r = (await conn.execute(select(members).where(members.c.name == name))).first()
+    return _member(r) if r else None
+
+
+async def list_members(db: Database) -> list[MemberRow]:
+    async with db.begin() as conn:
+        rows = (await conn.execute(select(members).order_by(members.c.name))).all()
+    return [_member(r) for r in rows]
+
+
+async def update_member(db: Database, name: str, **values: Any) -> None:
+    async with db.begin() as conn:
+        await conn.execute(update(members).where(members.c.name == name).values(**values))
+
+
+async def insert_grant(
+    db: Database,
+    *,
+    grant_id: str,
+    member: str,
+    kind: str,
+    token: str | None,
+    scopes: frozenset[str],
+    expires_at: float | None,
+) -> GrantRow:
+    now = time.time()
+    async with db.begin() as conn:
+        await conn.execute(
+            insert(grants).values(
+                id=grant_id,
+                member=member,
+                kind=kind,
+                token_hash=hash_token(token) if token else None,
+                scopes=" ".join(sorted(scopes)),
+                created_at=now,
+                expires_at=expires_at,
+                revoked_at=None,
+            )
+        )
+    return GrantRow(grant_id, member, kind, scopes, now, expires_at, None)
+
+
+async def find_grant_by_token(db: Database, token: str) -> tuple[GrantRow, MemberRow] | None:
+    """The grant a token belongs to, with its member — read on every call, never cached (R-7.6)."""
+    async with db.begin() as conn:
+        r = (
+            await conn.execute(
+                select(grants, members.c.role, members.c.status, members.c.created_at.label("m_created"))
+                .join(members, members.c.name == grants.c.member)
+                .where(grants.c.token_hash == hash_token(token))
+            )
+        ).first()
+    if r is None:
+        return None
+    return _grant(r), MemberRow(name=r.member, role=r.role, status=r.status, created_at=r.m_created)
+
+
+async def get_grant(db: Database, grant_id: str) -> GrantRow | None:
+    async with db.begin() as conn:
+        r = (await conn.execute(select(grants).where(grants.c.id == grant_id))).first()
+    return _grant(r) if r else None
+
+
+async def list_grants(db: Database, member: str | None = None) -> list[GrantRow]:
+    query = select(grants).order_by(grants.c.created_at)
+    if member:
+        query = query.where(grants.c.member == member)
+    async with db.begin() as conn:
+        rows = (await conn.execute(query)).all()
+    return [_grant(r) for r in rows]
+
+
+async def revoke_grant(db: Database, grant_id: str) -> bool:
+    async with db.begin() as conn:
+        result = await conn.execute(
+            update(grants)
+            .where(grants.c.id == grant_id, grants.c.revoked_at.is_(None))
+            .values(revoked_at=time.time())
+        )
+    return bool(result.rowcount)
