@@ -1,0 +1,241 @@
+"""One long-lived MCP client session per connection, supervised (R-13.2).
+
+The session is held open by a task of its own (an async context manager must be entered and left
+in the same task); calls from any request task go through it. A crashed stdio server is noticed by
+the call that meets the crash, which answers ``upstream_error``; the next call starts the server
+again after a back-off that doubles on each consecutive failure.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import tempfile
+import time
+from collections.abc import Callable, Coroutine
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from typing import IO, Any, Literal
+
+import anyio
+import httpx2
+import mcp_types as types
+from anyio.abc import TaskGroup
+from mcp.client import Client
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+from mcp_types.jsonrpc import CONNECTION_CLOSED
+
+from toolcrib.errors import UpstreamError, UpstreamTimeout
+
+__all__ = ["UpstreamSession", "UpstreamSpec"]
+
+logger = logging.getLogger(__name__)
+
+_MAX_BACKOFF = 30.0
+_MAX_PAGES = 100
+
+
+@dataclass(frozen=True, slots=True)
+class UpstreamSpec:
+    """How to reach one upstream MCP server."""
+
+    name: str
+    transport: Literal["stdio", "http"]
+    command: tuple[str, ...] = ()
+    url: str | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    headers: dict[str, str] = field(default_factory=dict)
+
+    def secret_values(self) -> list[str]:
+        """The credential values of this connection, for redaction (R-12.2)."""
+        return [v for v in (*self.env.values(), *self.headers.values()) if v]
+
+
+class UpstreamSession:
+    """A supervised client session to one upstream."""
+
+    def __init__(
+        self,
+        spec: UpstreamSpec,
+        task_group: TaskGroup,
+        *,
+        call_timeout: float,
+        connect_timeout: float,
+        backoff: float,
+        on_tools_changed: Callable[[str], Coroutine[Any, Any, None]] | None = None,
+    ) -> None:
+        self.spec = spec
+        self._tg = task_group
+        self._call_timeout = call_timeout
+        self._connect_timeout = connect_timeout
+        self._backoff_base = backoff
+        self._on_tools_changed = on_tools_changed
+        self._client: Client | None = None
+        self._stop: anyio.Event | None = None
+        self._closed: anyio.Event | None = None
+        self._lock = anyio.Lock()
+        self._failures = 0
+        self._next_start = 0.0
+        self.last_used = time.monotonic()
+        self._stderr: IO[bytes] | None = None
+
+    @property
+    def running(self) -> bool:
+        return self._client is not None
+
+    async def list_tools(self) -> list[dict[str, Any]]:
+        """Every tool of the upstream, paging through ``tools/list``, as plain JSON objects."""
+        client = await self._ensure()
+        tools: list[dict[str, Any]] = []
+        cursor: str | None = None
+        try:
+            with anyio.fail_after(self._connect_timeout):
+                for _ in range(_MAX_PAGES):
+                    page = await client.list_tools(cursor=cursor, cache_mode="refresh")
+                    tools.extend(
+                        t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in page.tools
+                    )
+                    cursor = page.next_cursor
+                    if not cursor:
+                        break
+        except TimeoutError as exc:
+            raise UpstreamTimeout(f"{self.spec.name}: tools/list timed out") from exc
+        except MCPError as exc:
+            if exc.code != CONNECTION_CLOSED:
+                raise UpstreamError(f"{self.spec.name}: tools/list failed: {exc.message}") from exc
+            await self._crashed(exc)
+            raise UpstreamError(f"{self.spec.name}: connection lost during tools/list") from exc
+        except Exception as exc:
+            await self._crashed(exc)
+            raise UpstreamError(f"{self.spec.name}: connection lost during tools/list") from exc
+        return tools
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """``tools/call`` with the call timeout; the result as the JSON of a CallToolResult."""
+        client = await self._ensure()
+        self.last_used = time.monotonic()
+        try:
+            with anyio.fail_after(self._call_timeout):
+                result = await client.call_tool(name, arguments)
+        except TimeoutError as exc:
+            raise UpstreamTimeout(
+                f"{self.spec.name}: {name} did not answer within {self._call_timeout:g} s"
+            ) from exc
+        except MCPError as exc:
+            if exc.code != CONNECTION_CLOSED:
+                raise UpstreamError(f"{self.spec.name}: {name} failed: {exc.message}") from exc
+            await self._crashed(exc)
+            raise UpstreamError(f"{self.spec.name}: the upstream server stopped during {name}") from exc
+        except Exception as exc:
+            await self._crashed(exc)
+            raise UpstreamError(f"{self.spec.name}: the upstream server stopped during {name}") from exc
+        self._failures = 0
+        return result.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+    async def close(self) -> None:
+        """Stop the session (and its process) and wait until it has ended."""
+        stop, closed = self._stop, self._closed
+        if stop is not None and closed is not None:
+            stop.set()
+            with anyio.move_on_after(10):
+                await closed.wait()
+        if self._stderr is not None:
+            self._stderr.close()
+            self._stderr = None
+
+    async def _ensure(self) -> Client:
+        if self._client is not None:
+            return self._client
+        async with self._lock:
+            if self._client is not None:
+                return self._client
+            wait = self._next_start - time.monotonic()
+            if wait > 2.0:
+                raise UpstreamError(
+                    f"{self.spec.name}: restarting after a failure; retry in {math.ceil(wait)} s"
+                )
+            if wait > 0:
+                await anyio.sleep(wait)
+            return await self._start()
+
+    async def _start(self) -> Client:
+        ready, stop, closed = anyio.Event(), anyio.Event(), anyio.Event()
+        failure: list[BaseException] = []
+        self._stop, self._closed = stop, closed
+        self._tg.start_soon(self._hold, ready, stop, closed, failure)
+        with anyio.move_on_after(self._connect_timeout) as scope:
+            await ready.wait()
+        if scope.cancelled_caught:
+            stop.set()
+            self._note_failure()
+            raise UpstreamTimeout(
+                f"{self.spec.name}: no answer within {self._connect_timeout:g} s of starting"
+            )
+        if self._client is None:
+            self._note_failure()
+            raise UpstreamError(f"{self.spec.name}: {self._describe(failure[0] if failure else None)}")
+        return self._client
+
+    async def _hold(
+        self, ready: anyio.Event, stop: anyio.Event, closed: anyio.Event, failure: list[BaseException]
+    ) -> None:
+        try:
+            async with AsyncExitStack() as stack:
+                client = Client(self._transport(stack), message_handler=self._on_message, cache=None)
+                await stack.enter_async_context(client)
+                self._client = client
+                ready.set()
+                await stop.wait()
+        except Exception as exc:
+            failure.append(exc)
+            logger.info("upstream %s ended: %r", self.spec.name, exc)
+        finally:
+            self._client = None
+            ready.set()
+            closed.set()
+
+    def _transport(self, stack: AsyncExitStack) -> Any:
+        spec = self.spec
+        if spec.transport == "stdio":
+            if self._stderr is not None:
+                self._stderr.close()
+            # Kept open after the process ends: its last line is the readable failure reason.
+            self._stderr = tempfile.TemporaryFile()  # noqa: SIM115
+            params = StdioServerParameters(command=spec.command[0], args=list(spec.command[1:]), env=spec.env)
+            return stdio_client(params, errlog=self._stderr)  # type: ignore[arg-type]
+        http = httpx2.AsyncClient(headers=spec.headers, timeout=httpx2.Timeout(self._call_timeout, read=None))
+        stack.push_async_callback(http.aclose)
+        assert spec.url is not None
+        return streamable_http_client(spec.url, http_client=http)
+
+    async def _on_message(self, message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification) and self._on_tools_changed:
+            self._tg.start_soon(self._on_tools_changed, self.spec.name)
+
+    async def _crashed(self, exc: BaseException) -> None:
+        logger.warning("upstream %s crashed: %r", self.spec.name, exc)
+        self._note_failure()
+        if self._stop is not None:
+            self._stop.set()
+        self._client = None
+
+    def _note_failure(self) -> None:
+        self._failures += 1
+        delay = min(_MAX_BACKOFF, self._backoff_base * 2 ** (self._failures - 1))
+        self._next_start = time.monotonic() + delay
+
+    def _describe(self, exc: BaseException | None) -> str:
+        detail = ""
+        if self._stderr is not None and not self._stderr.closed:
+            self._stderr.seek(0)
+            lines = self._stderr.read().decode(errors="replace").strip().splitlines()
+            detail = lines[-1][:300] if lines else ""
+        if isinstance(exc, OSError):
+            return f"cannot start {self.spec.command[0]!r}: {exc.strerror or exc}"
+        if exc is None or isinstance(exc, BaseExceptionGroup):
+            text = "the server ended during start-up"
+        else:
+            text = f"{type(exc).__name__}: {exc}"
+        return f"{text}{'; stderr: ' + detail if detail else ''}"[:500]

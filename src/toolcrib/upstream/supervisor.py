@@ -1,0 +1,88 @@
+"""All upstream sessions of one gateway process: started on demand, stopped when idle (R-13.2)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Callable, Coroutine
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup
+
+from toolcrib.upstream.session import UpstreamSession, UpstreamSpec
+
+__all__ = ["Upstreams"]
+
+
+class Upstreams:
+    """One supervised session per connection, shared by every call (never one per call)."""
+
+    def __init__(
+        self,
+        task_group: TaskGroup,
+        *,
+        call_timeout: float,
+        connect_timeout: float,
+        backoff: float,
+        idle_stop: float,
+        on_tools_changed: Callable[[str], Coroutine[Any, Any, None]] | None = None,
+    ) -> None:
+        self._tg = task_group
+        self._options = {"call_timeout": call_timeout, "connect_timeout": connect_timeout, "backoff": backoff}
+        self._idle_stop = idle_stop
+        self._on_tools_changed = on_tools_changed
+        self._sessions: dict[str, UpstreamSession] = {}
+
+    @classmethod
+    @asynccontextmanager
+    async def running(cls, **options: Any) -> AsyncIterator[Upstreams]:
+        """Upstreams living inside their own task group; every session is closed on exit.
+
+        An error raised by the body comes out as itself, not wrapped in an exception group.
+        """
+        try:
+            async with anyio.create_task_group() as tg:
+                upstreams = cls(tg, **options)
+                tg.start_soon(upstreams._reap_idle)
+                try:
+                    yield upstreams
+                finally:
+                    await upstreams.close_all()
+                    tg.cancel_scope.cancel()
+        except BaseExceptionGroup as group:
+            if len(group.exceptions) == 1:
+                raise group.exceptions[0] from None
+            raise
+
+    def session(self, spec: UpstreamSpec) -> UpstreamSession:
+        """The session for ``spec``; a changed spec replaces the old session."""
+        current = self._sessions.get(spec.name)
+        if current is not None and current.spec == spec:
+            return current
+        if current is not None:
+            self._tg.start_soon(current.close)
+        fresh = UpstreamSession(spec, self._tg, on_tools_changed=self._on_tools_changed, **self._options)
+        self._sessions[spec.name] = fresh
+        return fresh
+
+    async def discard(self, name: str) -> None:
+        session = self._sessions.pop(name, None)
+        if session is not None:
+            await session.close()
+
+    async def close_all(self) -> None:
+        for name in list(self._sessions):
+            await self.discard(name)
+
+    async def _reap_idle(self) -> None:
+        while True:
+            await anyio.sleep(min(30.0, max(self._idle_stop / 4, 0.05)))
+            now = time.monotonic()
+            for session in list(self._sessions.values()):
+                if (
+                    session.running
+                    and session.spec.transport == "stdio"
+                    and now - session.last_used > self._idle_stop
+                ):
+                    await session.close()
