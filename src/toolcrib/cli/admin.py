@@ -1,0 +1,348 @@
+"""Administration commands: connections, members, tokens, restrictions, frozen, tools, audit."""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import datetime
+from typing import Any
+
+import typer
+
+from toolcrib.cli.common import DatabaseOption, JsonOption, console, emit, run_gateway
+from toolcrib.errors import ConfigError
+from toolcrib.gateway import audit, connections, members, restrictions
+from toolcrib.gateway.core import Gateway
+from toolcrib.store.audit import AuditFilter
+
+__all__ = [
+    "audit_app",
+    "connections_app",
+    "frozen_app",
+    "members_app",
+    "restrictions_app",
+    "tokens_app",
+    "tools_app",
+]
+
+connections_app = typer.Typer(no_args_is_help=True, help="Upstream MCP servers.")
+members_app = typer.Typer(no_args_is_help=True, help="Members and roles.")
+tokens_app = typer.Typer(no_args_is_help=True, help="Personal access tokens.")
+restrictions_app = typer.Typer(no_args_is_help=True, help="Allow/block rules.")
+frozen_app = typer.Typer(no_args_is_help=True, help="Frozen parameters.")
+tools_app = typer.Typer(no_args_is_help=True, help="Connected tools.")
+audit_app = typer.Typer(no_args_is_help=True, help="The audit trail.")
+
+
+def _pairs(items: list[str] | None, flag: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise typer.BadParameter(f"{flag} takes KEY=VALUE, not {item!r}")
+        out[key] = value
+    return out
+
+
+@connections_app.command("add")
+def connections_add(
+    name: str,
+    connector: str = typer.Option(..., "--connector", help="Connector label, e.g. Notion."),
+    command: str | None = typer.Option(
+        None, "--command", help='Stdio server command, e.g. "mcp-server-time".'
+    ),
+    url: str | None = typer.Option(None, "--url", help="Streamable HTTP URL."),
+    env: list[str] | None = typer.Option(None, "--env", help="KEY=VALUE for a stdio server (secret)."),
+    header: list[str] | None = typer.Option(None, "--header", help="KEY=VALUE HTTP header (secret)."),
+    database: str | None = DatabaseOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Connect an MCP server and sync its catalog."""
+    env_map, header_map = _pairs(env, "--env"), _pairs(header, "--header")
+
+    async def work(gw: Gateway) -> dict[str, Any]:
+        row = await connections.add_connection(
+            gw, name, connector=connector, command=command, url=url, env=env_map, headers=header_map
+        )
+        return connections.connection_view(row)
+
+    emit(run_gateway(database, work), as_json)
+
+
+@connections_app.command("list")
+def connections_list(database: str | None = DatabaseOption, as_json: bool = JsonOption) -> None:
+    """Connections with status, reason and tool count."""
+
+    async def work(gw: Gateway) -> list[dict[str, Any]]:
+        return [connections.connection_view(r) for r in await connections.list_connections(gw)]
+
+    emit(
+        run_gateway(database, work),
+        as_json,
+        columns=["name", "connector", "status", "tools", "reason", "target"],
+    )
+
+
+@connections_app.command("refresh")
+def connections_refresh(name: str, database: str | None = DatabaseOption, as_json: bool = JsonOption) -> None:
+    """Re-read a connection's catalog."""
+
+    async def work(gw: Gateway) -> dict[str, Any]:
+        return connections.connection_view(await connections.refresh_connection(gw, name))
+
+    emit(run_gateway(database, work), as_json)
+
+
+@connections_app.command("remove")
+def connections_remove(name: str, database: str | None = DatabaseOption) -> None:
+    """Remove a connection and its catalog."""
+    run_gateway(database, lambda gw: connections.remove_connection(gw, name))
+    console.print(f"removed {name}")
+
+
+@members_app.command("add")
+def members_add(
+    name: str,
+    role: str = typer.Option(..., "--role"),
+    database: str | None = DatabaseOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Add a member with a role."""
+
+    async def work(gw: Gateway) -> dict[str, Any]:
+        return members.member_view(await members.add_member(gw, name, role))
+
+    emit(run_gateway(database, work), as_json)
+
+
+@members_app.command("list")
+def members_list(database: str | None = DatabaseOption, as_json: bool = JsonOption) -> None:
+    """Members with role and status."""
+
+    async def work(gw: Gateway) -> list[dict[str, Any]]:
+        return [members.member_view(m) for m in await members.list_members(gw)]
+
+    emit(run_gateway(database, work), as_json, columns=["name", "role", "status"])
+
+
+@members_app.command("set-role")
+def members_set_role(name: str, role: str, database: str | None = DatabaseOption) -> None:
+    """Change a member's role (takes effect within the policy cache time)."""
+    run_gateway(database, lambda gw: members.set_role(gw, name, role))
+    console.print(f"{name} is now {role}")
+
+
+@members_app.command("suspend")
+def members_suspend(name: str, database: str | None = DatabaseOption) -> None:
+    """Suspend a member (their next call fails)."""
+    run_gateway(database, lambda gw: members.suspend_member(gw, name))
+    console.print(f"suspended {name}")
+
+
+@members_app.command("remove")
+def members_remove(name: str, database: str | None = DatabaseOption) -> None:
+    """Remove a member and revoke their grants."""
+    run_gateway(database, lambda gw: members.remove_member(gw, name))
+    console.print(f"removed {name}")
+
+
+@tokens_app.command("create")
+def tokens_create(
+    member: str = typer.Option(..., "--member"),
+    scopes: str = typer.Option(members.DEFAULT_SCOPES.replace(" ", ","), "--scopes", help="Comma-separated."),
+    expires: float | None = typer.Option(None, "--expires", help="Days until it expires."),
+    database: str | None = DatabaseOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Create a personal access token; it is printed once."""
+
+    async def work(gw: Gateway) -> dict[str, Any]:
+        grant, token = await members.create_token(gw, member, scopes, expires)
+        return {"id": grant.id, "token": token}
+
+    out = run_gateway(database, work)
+    if as_json:
+        emit(out, True)
+    else:
+        console.print(f"token {out['id']} (shown once):\n{out['token']}")
+
+
+@tokens_app.command("list")
+def tokens_list(
+    member: str | None = typer.Option(None, "--member"),
+    database: str | None = DatabaseOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Grants (never the tokens themselves)."""
+
+    async def work(gw: Gateway) -> list[dict[str, Any]]:
+        return [members.grant_view(g) for g in await members.list_tokens(gw, member)]
+
+    emit(run_gateway(database, work), as_json, columns=["id", "member", "scopes", "expires_at", "revoked"])
+
+
+@tokens_app.command("revoke")
+def tokens_revoke(grant_id: str, database: str | None = DatabaseOption) -> None:
+    """Revoke a grant (its next call fails)."""
+    run_gateway(database, lambda gw: members.revoke_token(gw, grant_id))
+    console.print(f"revoked {grant_id}")
+
+
+@restrictions_app.command("add")
+def restrictions_add(
+    effect: str = typer.Option(..., "--effect", help="allow or block"),
+    role: str | None = typer.Option(None, "--role"),
+    user: str | None = typer.Option(None, "--user"),
+    connector: str | None = typer.Option(None, "--connector"),
+    account: str | None = typer.Option(None, "--account"),
+    tool: str | None = typer.Option(None, "--tool", help="Exact name (allow) or glob (block)."),
+    database: str | None = DatabaseOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Add an allow or block rule for a role or a user."""
+    if (role is None) == (user is None):
+        raise typer.BadParameter("give exactly one of --role or --user")
+
+    async def work(gw: Gateway) -> dict[str, Any]:
+        rule = await restrictions.add_restriction(
+            gw,
+            effect=effect,
+            target_kind="role" if role else "user",
+            target=role or user or "",
+            connector=connector,
+            account=account,
+            tool=tool,
+        )
+        return restrictions.rule_view(rule)
+
+    emit(run_gateway(database, work), as_json)
+
+
+@restrictions_app.command("list")
+def restrictions_list(database: str | None = DatabaseOption, as_json: bool = JsonOption) -> None:
+    """Every rule, in words."""
+
+    async def work(gw: Gateway) -> list[dict[str, Any]]:
+        return [restrictions.rule_view(r) for r in await restrictions.list_restrictions(gw)]
+
+    emit(run_gateway(database, work), as_json, columns=["id", "description"])
+
+
+@restrictions_app.command("remove")
+def restrictions_remove(rule_id: str, database: str | None = DatabaseOption) -> None:
+    """Delete a rule."""
+    run_gateway(database, lambda gw: restrictions.remove_restriction(gw, rule_id))
+    console.print(f"removed {rule_id}")
+
+
+@restrictions_app.command("explain")
+def restrictions_explain(
+    tool: str,
+    user: str | None = typer.Option(None, "--user"),
+    role: str | None = typer.Option(None, "--role"),
+    database: str | None = DatabaseOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Which rules decide whether a user (or role) reaches ``account__tool``."""
+
+    async def work(gw: Gateway) -> list[str]:
+        return await restrictions.explain_restriction(gw, user=user, role=role, tool=tool)
+
+    lines = run_gateway(database, work)
+    if as_json:
+        emit(lines, True)
+    else:
+        for line in lines:
+            console.print(line)
+
+
+@frozen_app.command("set")
+def frozen_set(
+    account: str, tool: str, param: str, json_value: str, database: str | None = DatabaseOption
+) -> None:
+    """Freeze PARAM of ACCOUNT's TOOL to JSON_VALUE."""
+    try:
+        value = json.loads(json_value)
+    except ValueError as exc:
+        raise typer.BadParameter(f"not JSON: {exc}") from exc
+    run_gateway(database, lambda gw: restrictions.set_frozen(gw, account, tool, param, value))
+    console.print(f"froze {account}__{tool}.{param}")
+
+
+@frozen_app.command("unset")
+def frozen_unset(account: str, tool: str, param: str, database: str | None = DatabaseOption) -> None:
+    """Unfreeze a parameter."""
+    run_gateway(database, lambda gw: restrictions.unset_frozen(gw, account, tool, param))
+    console.print(f"unfroze {account}__{tool}.{param}")
+
+
+@frozen_app.command("list")
+def frozen_list(database: str | None = DatabaseOption, as_json: bool = JsonOption) -> None:
+    """Every frozen parameter."""
+    emit(
+        run_gateway(database, restrictions.list_frozen),
+        as_json,
+        columns=["account", "tool", "param", "value"],
+    )
+
+
+@tools_app.command("classify")
+def tools_classify(account: str, tool: str, risk: str, database: str | None = DatabaseOption) -> None:
+    """Override a tool's classification: read, write, destructive or forbidden."""
+    run_gateway(database, lambda gw: restrictions.classify_tool(gw, account, tool, risk))
+    console.print(f"{account}__{tool} is {risk}")
+
+
+def _time(text: str | None) -> float | None:
+    if text is None:
+        return None
+    try:
+        return datetime.fromisoformat(text).timestamp()
+    except ValueError as exc:
+        raise typer.BadParameter(f"{text!r} is not an ISO date/time") from exc
+
+
+def _filter(
+    member: str | None,
+    account: str | None,
+    operation: str | None,
+    outcome: str | None,
+    since: str | None,
+    until: str | None,
+    limit: int,
+) -> AuditFilter:
+    return AuditFilter(member, account, operation, outcome, _time(since), _time(until), limit)
+
+
+@audit_app.command("search")
+def audit_search(
+    member: str | None = typer.Option(None, "--member"),
+    account: str | None = typer.Option(None, "--account"),
+    operation: str | None = typer.Option(None, "--operation"),
+    outcome: str | None = typer.Option(None, "--outcome"),
+    since: str | None = typer.Option(None, "--since", help="ISO date/time"),
+    until: str | None = typer.Option(None, "--until", help="ISO date/time"),
+    limit: int = typer.Option(100, "--limit"),
+    database: str | None = DatabaseOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Audit entries, newest first."""
+    f = _filter(member, account, operation, outcome, since, until, limit)
+    rows = run_gateway(database, lambda gw: audit.search_audit(gw, None, f))
+    cols = ["id", "member", "account", "operation", "classification", "outcome", "error_code", "target_id"]
+    emit(rows, as_json, columns=cols)
+
+
+@audit_app.command("export")
+def audit_export(
+    member: str | None = typer.Option(None, "--member"),
+    account: str | None = typer.Option(None, "--account"),
+    since: str | None = typer.Option(None, "--since"),
+    limit: int = typer.Option(1_000_000, "--limit"),
+    database: str | None = DatabaseOption,
+) -> None:
+    """Export entries as JSON lines, oldest first."""
+    if limit < 1:
+        raise ConfigError("--limit must be positive")
+    f = _filter(member, account, None, None, since, None, limit)
+    sys.stdout.write(run_gateway(database, lambda gw: audit.export_audit(gw, f)))

@@ -1,0 +1,70 @@
+"""What every command shares: the ``--database`` option, running a gateway, printing data."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar
+
+import anyio
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from toolcrib.errors import InBandError, ToolcribError
+from toolcrib.gateway.core import Gateway
+from toolcrib.settings import Settings
+
+__all__ = ["DatabaseOption", "JsonOption", "console", "emit", "run_gateway", "settings_for"]
+
+T = TypeVar("T")
+console = Console()
+err_console = Console(stderr=True)
+
+DatabaseOption = typer.Option(None, "--database", help="Database URL (default: TOOLCRIB_DATABASE_URL).")
+JsonOption = typer.Option(False, "--json", help="Print JSON for scripts.")
+
+
+def settings_for(database: str | None, **overrides: Any) -> Settings:
+    values = {k: v for k, v in overrides.items() if v is not None}
+    if database:
+        values["database_url"] = database
+    return Settings(**values)
+
+
+def run_gateway(database: str | None, work: Callable[[Gateway], Awaitable[T]], **overrides: Any) -> T:
+    """Open the gateway (migrating the database), run ``work``, close; errors exit 1 with a message."""
+
+    async def main() -> T:
+        async with Gateway.open(settings_for(database, **overrides)) as gw:
+            return await work(gw)
+
+    try:
+        return anyio.run(main)
+    except InBandError as exc:
+        err_console.print(f"[red]{exc.code}[/red]: {exc.message}")
+        raise typer.Exit(1) from exc
+    except ToolcribError as exc:
+        err_console.print(f"[red]error[/red]: {exc.message}")
+        raise typer.Exit(1) from exc
+
+
+def emit(data: Any, as_json: bool, *, columns: Sequence[str] | None = None, title: str | None = None) -> None:
+    """Print ``data`` as JSON, or as a table (list of dicts) / key-value lines (dict)."""
+    if as_json:
+        sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
+        return
+    if isinstance(data, list) and (columns or data):
+        cols = list(columns or data[0].keys())
+        table = Table(*cols, title=title)
+        for item in data:
+            table.add_row(*("" if item.get(c) is None else str(item.get(c)) for c in cols))
+        console.print(table)
+    elif isinstance(data, dict):
+        for key, value in data.items():
+            console.print(
+                f"[bold]{key}[/bold]: {value if not isinstance(value, dict | list) else json.dumps(value)}"
+            )
+    else:
+        console.print(data if data not in (None, []) else "(nothing)")

@@ -1,0 +1,159 @@
+"""``toolcrib``: the command-line face. Every command takes ``--database``; data commands ``--json``."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import typer
+
+from toolcrib.cli import admin
+from toolcrib.cli.common import DatabaseOption, JsonOption, console, emit, run_gateway, settings_for
+from toolcrib.errors import ConfigError, NotFound
+from toolcrib.gateway import members
+from toolcrib.gateway.core import Gateway
+from toolcrib.gateway.execute import execute_tool
+from toolcrib.gateway.search import search_tools
+from toolcrib.policy.gates import Principal
+from toolcrib.policy.scopes import SCOPES
+
+__all__ = ["app"]
+
+app = typer.Typer(no_args_is_help=True, help="toolcrib: one MCP endpoint for a whole organization.")
+app.add_typer(admin.connections_app, name="connections")
+app.add_typer(admin.members_app, name="members")
+app.add_typer(admin.tokens_app, name="tokens")
+app.add_typer(admin.restrictions_app, name="restrictions")
+app.add_typer(admin.frozen_app, name="frozen")
+app.add_typer(admin.tools_app, name="tools")
+app.add_typer(admin.audit_app, name="audit")
+try:
+    from toolcrib.cli.eval import eval_app
+
+    app.add_typer(eval_app, name="eval")
+except ImportError:  # pragma: no cover - present in every install; guards a partial checkout
+    pass
+
+AsOption = typer.Option(None, "--as", help="Act as this member (their role; the operator's scopes).")
+
+
+@app.command()
+def serve(
+    host: str = typer.Option(None, help="Interface to bind (default 127.0.0.1)."),
+    port: int = typer.Option(None, help="Port (default 8765)."),
+    database: str | None = DatabaseOption,
+) -> None:
+    """Serve POST /mcp (and /healthz, /metrics) until interrupted."""
+    import uvicorn
+
+    from toolcrib.web.app import create_app
+
+    settings = settings_for(database, host=host, port=port)
+    console.print(f"toolcrib serving [bold]{settings.resource_url}/mcp[/bold]")
+    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="warning")
+
+
+@app.command()
+def init(
+    name: str = typer.Option("owner", help="Name of the owner member."),
+    database: str | None = DatabaseOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Create the database and the owner member; print the owner's token once."""
+
+    async def work(gw: Gateway) -> dict[str, Any]:
+        member, token = await members.init_owner(gw, name)
+        return {"member": member.name, "token": token}
+
+    out = run_gateway(database, work)
+    if as_json:
+        emit(out, True)
+    else:
+        console.print(f"owner [bold]{out['member']}[/bold] created. Token (shown once):\n{out['token']}")
+
+
+async def operator(gw: Gateway, as_member: str | None) -> Principal:
+    """The CLI acts as the owner, or as ``--as MEMBER`` with that member's role."""
+    listed = await members.list_members(gw)
+    if as_member is not None:
+        found = next((m for m in listed if m.name == as_member), None)
+        if found is None or found.status != "active":
+            raise NotFound(f"no active member named {as_member!r}")
+        return Principal(member=found.name, role=found.role, scopes=SCOPES, grant_id="cli")
+    owner = next((m for m in listed if m.role == "owner" and m.status == "active"), None)
+    if owner is None:
+        raise ConfigError("no owner yet: run `toolcrib init` first")
+    return Principal(member=owner.name, role=owner.role, scopes=SCOPES, grant_id="cli")
+
+
+@app.command()
+def search(
+    query: str,
+    limit: int = typer.Option(3, min=1, max=5),
+    as_member: str | None = AsOption,
+    database: str | None = DatabaseOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Search connected tools, exactly as search_tools answers a model."""
+
+    async def work(gw: Gateway) -> dict[str, Any]:
+        return await search_tools(gw, await operator(gw, as_member), query, limit)
+
+    found = run_gateway(database, work)
+    if as_json:
+        emit(found, True)
+        return
+    rows = [
+        {
+            "name": c["name"],
+            "risk": c.get("risk"),
+            "confidence": c.get("confidence"),
+            "description": c.get("description"),
+        }
+        for c in found["results"]
+    ]
+    emit(rows, False, columns=["name", "risk", "confidence", "description"])
+    for key in ("restricted", "not_connected"):
+        if found.get(key):
+            console.print(f"{key}: {', '.join(found[key])}")
+
+
+@app.command()
+def call(
+    tool: str,
+    args: str = typer.Option("{}", "--args", help="Arguments as a JSON object."),
+    as_member: str | None = AsOption,
+    database: str | None = DatabaseOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Run one connected tool through the same pipeline as execute_tool."""
+    try:
+        arguments = json.loads(args)
+    except ValueError as exc:
+        raise typer.BadParameter(f"--args is not JSON: {exc}") from exc
+    if not isinstance(arguments, dict):
+        raise typer.BadParameter("--args must be a JSON object")
+
+    async def work(gw: Gateway) -> dict[str, Any]:
+        return await execute_tool(gw, await operator(gw, as_member), tool=tool, arguments=arguments)
+
+    result = run_gateway(database, work)
+    if as_json:
+        emit(result, True)
+        return
+    for block in result.get("content", []):
+        console.print(block.get("text", block))
+
+
+@app.command()
+def quickstart(
+    host: str = typer.Option(None, help="Interface to bind (default 127.0.0.1)."),
+    port: int = typer.Option(None, help="Port (default 8765)."),
+    database: str | None = DatabaseOption,
+) -> None:
+    """Set up a demo organization (owner, token, real MCP servers from PyPI) and serve it."""
+    from toolcrib.cli.quickstart import prepare
+
+    settings = settings_for(database, host=host, port=port)
+    prepare(settings)
+    serve(host=settings.host, port=settings.port, database=settings.database_url)

@@ -1,0 +1,75 @@
+"""Audit entries for executions (R-11.1, R-11.2): opened before the upstream call, closed after it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from toolcrib.gateway.core import Gateway
+from toolcrib.policy.gates import Principal, require_operation
+from toolcrib.store import audit as store
+from toolcrib.store.audit import AuditEntry, AuditFilter
+
+__all__ = ["export_audit", "search_audit", "target_id"]
+
+_TARGET_MAX = 200
+
+
+def target_id(arguments: Mapping[str, Any]) -> str | None:
+    """The value of the one argument naming the object: ``id``, ``*_id``, ``path``, ``uri``, ``url``,
+    ``key``, ``name``, in that order of preference, cut to 200 characters. Nothing else is logged."""
+    keys = sorted(arguments)
+    lowered = {k: k.lower() for k in keys}
+    for preference in ("id", "*_id", "path", "uri", "url", "key", "name"):
+        for key in keys:
+            name = lowered[key]
+            hit = name.endswith("_id") if preference == "*_id" else name == preference
+            value = arguments[key]
+            if hit and isinstance(value, str | int) and not isinstance(value, bool):
+                return str(value)[:_TARGET_MAX]
+    return None
+
+
+async def open_entry(
+    gw: Gateway,
+    principal: Principal,
+    *,
+    account: str,
+    connector: str,
+    operation: str,
+    risk: str,
+    target: str | None,
+) -> AuditEntry:
+    entry = AuditEntry(
+        member=principal.member,
+        grant_id=principal.grant_id,
+        account=account,
+        connector=connector,
+        operation=operation,
+        classification=risk,
+        approved=True,
+        target_id=target,
+        started_at=gw.clock(),
+    )
+    await store.open_entry(gw.db, entry)
+    gw.audit_rows_written += 1
+    return entry
+
+
+async def close_entry(gw: Gateway, entry: AuditEntry, *, outcome: str, error_code: str | None) -> None:
+    assert entry.id is not None
+    await store.close_entry(gw.db, entry.id, outcome=outcome, error_code=error_code, started=entry.started_at)
+
+
+async def search_audit(gw: Gateway, principal: Principal | None, f: AuditFilter) -> list[dict[str, Any]]:
+    """Audit entries matching ``f``, newest first (R-11.3); needs ``audit:read``."""
+    if principal is not None:
+        require_operation(principal, "audit:read", "search")
+    return [e.to_json() for e in await store.search(gw.db, f)]
+
+
+async def export_audit(gw: Gateway, f: AuditFilter) -> str:
+    """JSON lines, oldest first."""
+    rows = await store.search(gw.db, f)
+    return "".join(json.dumps(e.to_json(), sort_keys=True) + "\n" for e in reversed(rows))

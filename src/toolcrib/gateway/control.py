@@ -1,0 +1,273 @@
+"""Control-plane operations ``{prefix}__{resource}__{operation}`` (SPEC section 10).
+
+Each operation names its permission (``policy.operations``) and is classified by its own verb
+(read/write/destructive, R-7.3); ``tools/list`` shows exactly the ones the caller may use. The
+handlers call the same gateway functions as the CLI and the REST API.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from toolcrib.errors import InvalidArguments, NotFound
+from toolcrib.gateway import audit, connections, diagnose, members, restrictions, results
+from toolcrib.gateway.core import Gateway
+from toolcrib.policy.gates import Principal, can_use_operation, require_operation
+from toolcrib.policy.operations import permission_for
+from toolcrib.store.audit import AuditFilter
+
+__all__ = ["ControlPlane"]
+
+Handler = Callable[[Gateway, Principal, dict[str, Any]], Awaitable[Any]]
+S = {"type": "string"}
+
+
+@dataclass(frozen=True, slots=True)
+class Operation:
+    resource: str
+    operation: str
+    description: str
+    properties: dict[str, Any]
+    required: tuple[str, ...]
+    handler: Handler
+
+
+def _op(
+    resource: str, operation: str, description: str, props: str = "", required: str = ""
+) -> Callable[[Handler], Operation]:
+    properties = dict.fromkeys(props.split(), S) if props else {}
+
+    def wrap(handler: Handler) -> Operation:
+        return Operation(resource, operation, description, properties, tuple(required.split()), handler)
+
+    return wrap
+
+
+def _conn_views(rows: list[Any]) -> list[dict[str, Any]]:
+    return [connections.connection_view(r) for r in rows]
+
+
+@_op("connections", "list", "List connections and their status.")
+async def _c_list(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
+    return _conn_views(await connections.list_connections(gw, p))
+
+
+@_op("connections", "get", "Show one connection.", "name", "name")
+async def _c_get(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
+    return connections.connection_view(await connections.get_connection(gw, a["name"], p))
+
+
+@_op(
+    "connections",
+    "create",
+    "Connect an MCP server by command or URL.",
+    "name connector command url",
+    "name connector",
+)
+async def _c_create(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
+    row = await connections.add_connection(
+        gw, a["name"], connector=a["connector"], command=a.get("command"), url=a.get("url"), actor=p
+    )
+    return connections.connection_view(row)
+
+
+@_op("connections", "update", "Change a connection's connector label.", "name connector", "name connector")
+async def _c_update(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
+    await connections.get_connection(gw, a["name"], p)
+    from toolcrib.store import connections as store
+
+    await store.update_connection(gw.db, a["name"], connector=a["connector"])
+    return connections.connection_view(await connections.sync_connection(gw, a["name"]))
+
+
+@_op("connections", "delete", "Remove a connection.", "name", "name")
+async def _c_delete(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
+    await connections.get_connection(gw, a["name"], p)
+    await connections.remove_connection(gw, a["name"])
+    return {"removed": a["name"]}
+
+
+@_op("connections", "refresh", "Re-read a connection's tool catalog.", "name", "name")
+async def _c_refresh(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
+    return connections.connection_view(await connections.refresh_connection(gw, a["name"], p))
+
+
+@_op("members", "list", "List members.")
+async def _m_list(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
+    return [members.member_view(m) for m in await members.list_members(gw, p)]
+
+
+@_op("members", "invite", "Add a member with a role.", "name role", "name role")
+async def _m_invite(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
+    return members.member_view(await members.add_member(gw, a["name"], a["role"], p))
+
+
+@_op("members", "update_role", "Change a member's role.", "name role", "name role")
+async def _m_role(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
+    await members.set_role(gw, a["name"], a["role"], p)
+    return {"name": a["name"], "role": a["role"]}
+
+
+@_op("members", "suspend", "Suspend a member.", "name", "name")
+async def _m_suspend(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
+    await members.suspend_member(gw, a["name"], p)
+    return {"suspended": a["name"]}
+
+
+@_op("members", "remove", "Remove a member and revoke their grants.", "name", "name")
+async def _m_remove(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
+    await members.remove_member(gw, a["name"], p)
+    return {"removed": a["name"]}
+
+
+@_op("grants", "list", "List grants.", "member")
+async def _g_list(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
+    return [members.grant_view(g) for g in await members.list_tokens(gw, a.get("member"), p)]
+
+
+@_op("grants", "create", "Create a personal access token.", "member scopes", "member")
+async def _g_create(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
+    grant, token = await members.create_token(
+        gw, a["member"], a.get("scopes") or members.DEFAULT_SCOPES, actor=p
+    )
+    return {"id": grant.id, "token": token}
+
+
+@_op("grants", "revoke", "Revoke a grant.", "id", "id")
+async def _g_revoke(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
+    await members.revoke_token(gw, a["id"], p)
+    return {"revoked": a["id"]}
+
+
+@_op("restrictions", "list", "List restriction rules.")
+async def _r_list(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
+    return [restrictions.rule_view(r) for r in await restrictions.list_restrictions(gw, p)]
+
+
+@_op(
+    "restrictions",
+    "create",
+    "Add an allow/block rule for a role or user.",
+    "effect target_kind target connector account tool",
+    "effect target_kind target",
+)
+async def _r_create(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
+    rule = await restrictions.add_restriction(
+        gw,
+        effect=str(a["effect"]),
+        target_kind=str(a["target_kind"]),
+        target=str(a["target"]),
+        connector=a.get("connector"),
+        account=a.get("account"),
+        tool=a.get("tool"),
+        actor=p,
+    )
+    return restrictions.rule_view(rule)
+
+
+@_op("restrictions", "delete", "Delete a rule.", "id", "id")
+async def _r_delete(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
+    await restrictions.remove_restriction(gw, a["id"], p)
+    return {"deleted": a["id"]}
+
+
+@_op("restrictions", "explain", "Say which rules decide a tool for a user or role.", "user role tool", "tool")
+async def _r_explain(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
+    return await restrictions.explain_restriction(
+        gw, user=a.get("user"), role=a.get("role"), tool=a["tool"], actor=p
+    )
+
+
+@_op(
+    "frozen",
+    "set",
+    "Freeze a tool parameter to a JSON value.",
+    "account tool param value",
+    "account tool param value",
+)
+async def _f_set(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
+    try:
+        value = json.loads(a["value"])
+    except (TypeError, ValueError) as exc:
+        raise InvalidArguments(
+            "`value` must be JSON text", [{"pointer": "/value", "message": str(exc)}]
+        ) from exc
+    await restrictions.set_frozen(gw, a["account"], a["tool"], a["param"], value, p)
+    return {"frozen": f"{a['account']}__{a['tool']}.{a['param']}"}
+
+
+@_op("frozen", "unset", "Unfreeze a tool parameter.", "account tool param", "account tool param")
+async def _f_unset(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
+    await restrictions.unset_frozen(gw, a["account"], a["tool"], a["param"], p)
+    return {"unfrozen": f"{a['account']}__{a['tool']}.{a['param']}"}
+
+
+@_op("audit", "search", "Search the audit trail.", "member account operation outcome since until")
+async def _a_search(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
+    since, until = a.get("since"), a.get("until")
+    f = AuditFilter(
+        member=a.get("member"),
+        account=a.get("account"),
+        operation=a.get("operation"),
+        outcome=a.get("outcome"),
+        since=float(since) if since else None,
+        until=float(until) if until else None,
+    )
+    return await audit.search_audit(gw, p, f)
+
+
+@_op("results", "read", "Page through a stored full result.", "result_id offset length", "result_id")
+async def _res_read(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
+    return await results.read_result(
+        gw, p, a["result_id"], int(a.get("offset") or 0), int(a.get("length") or 32_000)
+    )
+
+
+@_op("tools", "diagnose", "Explain why a connected tool seems missing.", "name", "name")
+async def _t_diagnose(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
+    return await diagnose.diagnose(gw, p, a["name"])
+
+
+OPERATIONS: tuple[Operation, ...] = tuple(v for v in dict(globals()).values() if isinstance(v, Operation))
+
+
+class ControlPlane:
+    """The registry the MCP face lists and dispatches."""
+
+    def __init__(self, gw: Gateway) -> None:
+        prefix = gw.settings.control_prefix
+        self._gw = gw
+        self._ops = {f"{prefix}__{o.resource}__{o.operation}": o for o in OPERATIONS}
+
+    def has(self, name: str) -> bool:
+        return name in self._ops
+
+    def all_operations(self) -> list[tuple[str, Operation]]:
+        """Every operation with its listed name, for the REST face and its OpenAPI document."""
+        return list(self._ops.items())
+
+    def definitions_for(self, principal: Principal) -> list[dict[str, Any]]:
+        out = []
+        for name, op in self._ops.items():
+            if can_use_operation(principal, permission_for(op.resource, op.operation), op.operation):
+                schema: dict[str, Any] = {"type": "object", "properties": op.properties}
+                if op.required:
+                    schema["required"] = list(op.required)
+                out.append({"name": name, "description": op.description, "inputSchema": schema})
+        return out
+
+    async def call(self, principal: Principal, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        op = self._ops.get(name)
+        if op is None:
+            raise NotFound(f"no operation {name!r}")
+        require_operation(principal, permission_for(op.resource, op.operation), op.operation)
+        missing = [r for r in op.required if arguments.get(r) in (None, "")]
+        if missing:
+            raise InvalidArguments(
+                "missing: " + ", ".join(missing),
+                [{"pointer": f"/{m}", "message": "required"} for m in missing],
+            )
+        return {"result": await op.handler(self._gw, principal, arguments)}

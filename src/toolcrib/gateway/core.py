@@ -1,0 +1,213 @@
+"""The gateway: the state every use case works on, opened once per process.
+
+It holds the database, the supervised upstream sessions, the in-memory catalogs and search index,
+and a policy snapshot (restrictions, classification overrides, frozen parameters) cached for the
+policy cache time (R-7.6). The use cases live in their own modules (``connections``, ``search``,
+``execute``, ``members``, ``control``, ...) and take a ``Gateway`` as first argument.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from toolcrib.catalog.records import canonical_json
+from toolcrib.policy.classify import classify
+from toolcrib.policy.rules import Rule
+from toolcrib.search.index import SearchIndex
+from toolcrib.settings import Settings
+from toolcrib.store import audit as audit_store
+from toolcrib.store import connections as conn_store
+from toolcrib.store import policy as policy_store
+from toolcrib.store.connections import ConnectionRow, StoredTool
+from toolcrib.store.crypto import SecretBox, load_or_create_key
+from toolcrib.store.database import Database
+from toolcrib.upstream.supervisor import Upstreams
+
+if TYPE_CHECKING:
+    from toolcrib.auth.jwt import JWTVerifier
+
+__all__ = ["Gateway", "PolicySnapshot"]
+
+
+@dataclass(frozen=True, slots=True)
+class PolicySnapshot:
+    """Restrictions, overrides and frozen values as read at ``loaded_at``."""
+
+    rules: tuple[Rule, ...] = ()
+    overrides: dict[tuple[str, str], str] = field(default_factory=dict)
+    frozen: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    loaded_at: float = 0.0
+
+    def frozen_for(self, account: str, tool: str) -> dict[str, Any]:
+        return self.frozen.get((account, tool), {})
+
+
+class Gateway:
+    """Everything one gateway process shares between requests."""
+
+    def __init__(
+        self, settings: Settings, db: Database, box: SecretBox, *, clock: Callable[[], float] = time.time
+    ) -> None:
+        self.settings = settings
+        self.db = db
+        self.box = box
+        self.clock = clock
+        self.index = SearchIndex(semantic=settings.semantic)
+        self.connections: dict[str, ConnectionRow] = {}
+        self.catalogs: dict[str, dict[str, StoredTool]] = {}
+        self._upstreams: Upstreams | None = None
+        self._policy = PolicySnapshot()
+        self.jwt_verifier: JWTVerifier | None = _jwt_verifier(settings)
+        self.audit_rows_written = 0
+
+    @classmethod
+    @asynccontextmanager
+    async def open(
+        cls, settings: Settings, *, clock: Callable[[], float] = time.time
+    ) -> AsyncIterator[Gateway]:
+        """Open the database (migrating it), load catalogs, and run upstream sessions until exit."""
+        db = Database(settings.database_url)
+        try:
+            await db.migrate()
+            box = SecretBox(load_or_create_key(settings.secret_key, _key_file(settings)))
+            gateway = cls(settings, db, box, clock=clock)
+            await gateway._load()
+            from toolcrib.gateway.connections import sync_connection
+
+            async def on_changed(name: str) -> None:
+                await sync_connection(gateway, name)
+
+            async with Upstreams.running(
+                call_timeout=settings.upstream_timeout_seconds,
+                connect_timeout=settings.connect_timeout_seconds,
+                backoff=settings.restart_backoff_seconds,
+                idle_stop=settings.idle_stop_seconds,
+                on_tools_changed=on_changed,
+            ) as upstreams:
+                gateway._upstreams = upstreams
+                try:
+                    yield gateway
+                finally:
+                    if gateway.jwt_verifier is not None:
+                        await gateway.jwt_verifier.aclose()
+        finally:
+            await db.close()
+
+    @property
+    def upstreams(self) -> Upstreams:
+        assert self._upstreams is not None, "the gateway is not running"
+        return self._upstreams
+
+    async def _load(self) -> None:
+        """Catalogs of every connection into memory and the search index; dead calls marked unknown."""
+        await audit_store.mark_unfinished_unknown(self.db)
+        for row in await conn_store.list_connections(self.db):
+            self.connections[row.name] = row
+            self.install_catalog(row, await conn_store.load_catalog(self.db, row.name))
+
+    def install_catalog(self, row: ConnectionRow, stored: list[StoredTool]) -> None:
+        """Make ``stored`` the live catalog of ``row`` (only active connections are searchable)."""
+        from toolcrib.search.index import SearchDoc
+
+        self.connections[row.name] = row
+        usable = {s.record.name: s for s in stored if s.refused is None}
+        self.catalogs[row.name] = usable
+        if row.status != "active":
+            self.index.remove_account(row.name)
+            return
+        docs = [
+            SearchDoc(
+                public_name=s.record.public_name,
+                account=row.name,
+                connector=row.connector,
+                name=s.record.name,
+                description=str((s.card or {}).get("description") or ""),
+            )
+            for s in usable.values()
+        ]
+        self.index.replace_account(row.name, docs)
+
+    def flat_listing_bytes(self) -> int:
+        """What a flat ``tools/list`` of every active connected tool would weigh (R-14.1)."""
+        total = 0
+        for account, tools in self.catalogs.items():
+            row = self.connections.get(account)
+            if row is None or row.status != "active":
+                continue
+            for s in tools.values():
+                r = s.record
+                entry = {"name": r.public_name, "description": r.description, "inputSchema": r.input_schema}
+                total += len(canonical_json(entry).encode())
+        return total
+
+    def forget_connection(self, name: str) -> None:
+        self.connections.pop(name, None)
+        self.catalogs.pop(name, None)
+        self.index.remove_account(name)
+
+    def lookup(self, public_name: str) -> tuple[ConnectionRow, StoredTool] | None:
+        """The connection and exact record behind a public name ``{account}__{tool}``."""
+        account, sep, tool = public_name.partition("__")
+        row = self.connections.get(account)
+        if not sep or row is None:
+            return None
+        stored = self.catalogs.get(account, {}).get(tool)
+        return (row, stored) if stored is not None else None
+
+    async def policy(self) -> PolicySnapshot:
+        """The policy snapshot, re-read once it is older than the policy cache time (R-7.6)."""
+        now = self.clock()
+        if now - self._policy.loaded_at < self.settings.policy_cache_seconds and self._policy.loaded_at:
+            return self._policy
+        await self.reload_policy()
+        return self._policy
+
+    async def reload_policy(self) -> None:
+        rules = tuple(
+            Rule(
+                id=r["id"],
+                effect=r["effect"],
+                target_kind=r["target_kind"],
+                target=r["target"],
+                connector=r["connector"],
+                account=r["account"],
+                tool=r["tool"],
+            )
+            for r in await policy_store.list_restrictions(self.db)
+        )
+        overrides = {(o["account"], o["tool"]): o["risk"] for o in await policy_store.list_overrides(self.db)}
+        frozen: dict[tuple[str, str], dict[str, Any]] = {}
+        for f in await policy_store.list_frozen(self.db):
+            frozen.setdefault((f["account"], f["tool"]), {})[f["param"]] = f["value"]
+        self._policy = PolicySnapshot(rules, overrides, frozen, loaded_at=self.clock() or 1e-9)
+
+    def risk_of(self, policy: PolicySnapshot, stored: StoredTool) -> str:
+        """The classification of a tool (R-7.4), the admin override winning."""
+        record = stored.record
+        return classify(record.name, record.annotations, policy.overrides.get((record.account, record.name)))
+
+
+def _jwt_verifier(settings: Settings) -> JWTVerifier | None:
+    if not settings.oauth_issuer:
+        return None
+    from toolcrib.auth.jwt import JWTSettings, JWTVerifier
+
+    issuer = settings.oauth_issuer.rstrip("/")
+    return JWTVerifier(
+        JWTSettings(
+            issuer=settings.oauth_issuer,
+            audience=settings.oauth_audience or settings.resource_url + "/mcp",
+            jwks_url=settings.oauth_jwks_url or issuer + "/.well-known/jwks.json",
+        )
+    )
+
+
+def _key_file(settings: Settings) -> Path:
+    path = settings.sqlite_path()
+    base = path.parent if path is not None else Path.cwd()
+    return base / ".toolcrib" / "secret.key"

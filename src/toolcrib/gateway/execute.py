@@ -1,0 +1,138 @@
+"""``execute_tool``: the one execution pipeline of SPEC section 6, every step in order.
+
+There is no other path to a connected tool: the public name and the action handle both unwrap to
+the same tool and arguments here, and every gate below runs for both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from toolcrib.catalog.arguments import check_required, map_arguments, merge_frozen
+from toolcrib.catalog.validation import validate_arguments
+from toolcrib.errors import (
+    ConnectionInactive,
+    InBandError,
+    InvalidArguments,
+    NotFound,
+    SchemaChanged,
+    UpstreamTimeout,
+)
+from toolcrib.gateway import audit
+from toolcrib.gateway.connections import spec_of
+from toolcrib.gateway.core import Gateway
+from toolcrib.gateway.handles import resolve_handle
+from toolcrib.gateway.reach import Path, decide
+from toolcrib.gateway.results import shape_and_store
+from toolcrib.policy.gates import (
+    Principal,
+    require_allowed,
+    require_execute,
+    require_not_forbidden,
+    require_scope_for,
+    require_tools_scope,
+)
+from toolcrib.policy.restrictions import Decision
+from toolcrib.store.connections import ConnectionRow, StoredTool
+
+__all__ = ["execute_tool"]
+
+
+async def execute_tool(
+    gw: Gateway,
+    principal: Principal,
+    *,
+    tool: str | None = None,
+    action_id: str | None = None,
+    arguments: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Run one connected tool; returns the shaped upstream result or raises an in-band error."""
+    # 1. resolve: a public name, or a handle (unknown / another member's: not_found; old: handle_expired)
+    if (tool is None) == (action_id is None):
+        raise InvalidArguments("name the tool by exactly one of `tool` or `action_id`")
+    if arguments is not None and not isinstance(arguments, Mapping):
+        raise InvalidArguments("`arguments` must be an object", [{"pointer": "", "message": "not an object"}])
+    pinned_hash: str | None = None
+    if action_id is not None:
+        handle = await resolve_handle(gw, principal.member, action_id)
+        tool, pinned_hash = handle.public_name, handle.schema_hash
+    assert tool is not None
+    # 2. tool:execute, the member active and the grant unrevoked (authenticate checked the latter two
+    #    on this very request, from the database); 3. mcp:tools
+    require_execute(principal)
+    require_tools_scope(principal)
+    # 4. the connection exists and is active
+    row, stored = _locate(gw, tool)
+    # 5. the tool is in the current catalog; a handle's schema hash still matches
+    if pinned_hash is not None and stored.record.schema_hash != pinned_hash:
+        raise SchemaChanged("the tool's schema changed since this handle was issued; search again")
+    policy = await gw.policy()
+    risk = gw.risk_of(policy, stored)
+    record = stored.record
+    # 6. not forbidden; 7. the restriction resolver; 8. the scope of its classification
+    require_not_forbidden(risk)
+    require_allowed(_decide(principal, row, record.name, policy.rules, "execute"), record.public_name)
+    require_scope_for(principal, risk)
+    frozen = policy.frozen_for(row.name, record.name)
+    # 9. aliases back to provider names; 10. frozen values merged over; 11. required; 12. JSON Schema
+    exact = map_arguments(record, dict(arguments or {}), frozen=frozen.keys())
+    exact = merge_frozen(exact, frozen)
+    check_required(record, exact)
+    validate_arguments(record, exact)
+    # 13. the final outbound check: the resolver again, and the connection still active
+    row, stored = _locate(gw, record.public_name)
+    require_allowed(
+        _decide(principal, row, record.name, (await gw.policy()).rules, "outbound"), record.public_name
+    )
+    # 14. tools/call upstream with a timeout; 15. the audit entry, opened before and closed after
+    spec = spec_of(gw, row)
+    entry = await audit.open_entry(
+        gw,
+        principal,
+        account=row.name,
+        connector=row.connector,
+        operation=record.public_name,
+        risk=risk,
+        target=audit.target_id(exact),
+    )
+    try:
+        raw = await gw.upstreams.session(spec).call_tool(record.name, exact)
+    except InBandError as exc:
+        outcome = "timeout" if isinstance(exc, UpstreamTimeout) else "error"
+        await audit.close_entry(gw, entry, outcome=outcome, error_code=exc.code)
+        raise
+    except BaseException:
+        await audit.close_entry(gw, entry, outcome="unknown", error_code=None)
+        raise
+    is_error = bool(raw.get("isError"))
+    await audit.close_entry(
+        gw, entry, outcome="error" if is_error else "ok", error_code="tool_error" if is_error else None
+    )
+    # 16. shape: redaction, then caps
+    return await shape_and_store(
+        gw,
+        principal,
+        raw,
+        secrets=spec.secret_values(),
+        operation=record.public_name,
+        account=row.name,
+        connector=row.connector,
+    )
+
+
+def _locate(gw: Gateway, public_name: str) -> tuple[ConnectionRow, StoredTool]:
+    account, sep, name = public_name.partition("__")
+    row = gw.connections.get(account)
+    if not sep or row is None:
+        raise NotFound(f"no connected tool named {public_name!r}; find tools with search")
+    if row.status != "active":
+        raise ConnectionInactive(account, row.status, row.reason)
+    stored = gw.catalogs.get(account, {}).get(name)
+    if stored is None:
+        raise NotFound(f"no connected tool named {public_name!r}; find tools with search")
+    return row, stored
+
+
+def _decide(principal: Principal, row: ConnectionRow, tool: str, rules: Any, where: Path) -> Decision:
+    return decide(rules, principal, account=row.name, connector=row.connector, tool=tool, where=where)

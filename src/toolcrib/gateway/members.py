@@ -1,0 +1,167 @@
+"""Members and their grants (R-7.1, R-7.5). The CLI acts as the operator (``actor=None``)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from toolcrib.auth.tokens import new_grant_id, new_token
+from toolcrib.errors import ConfigError, NotFound
+from toolcrib.gateway.core import Gateway
+from toolcrib.policy.gates import Principal, require_operation
+from toolcrib.policy.roles import require_member_change, require_role
+from toolcrib.policy.scopes import SCOPES, parse_scopes
+from toolcrib.store import members as store
+from toolcrib.store.members import GrantRow, MemberRow
+
+__all__ = [
+    "add_member",
+    "create_token",
+    "grant_view",
+    "init_owner",
+    "list_members",
+    "list_tokens",
+    "member_view",
+    "remove_member",
+    "revoke_token",
+    "set_role",
+    "suspend_member",
+]
+
+_MEMBER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,79}$")
+DEFAULT_SCOPES = "mcp:tools mcp:read mcp:write"
+
+
+def member_view(m: MemberRow) -> dict[str, Any]:
+    return {"name": m.name, "role": m.role, "status": m.status}
+
+
+def grant_view(g: GrantRow) -> dict[str, Any]:
+    return {
+        "id": g.id,
+        "member": g.member,
+        "kind": g.kind,
+        "scopes": sorted(g.scopes),
+        "expires_at": g.expires_at,
+        "revoked": g.revoked_at is not None,
+    }
+
+
+async def _member(gw: Gateway, name: str) -> MemberRow:
+    member = await store.get_member(gw.db, name)
+    if member is None or member.status == "removed":
+        raise NotFound(f"no member named {name!r}")
+    return member
+
+
+async def init_owner(gw: Gateway, name: str = "owner") -> tuple[MemberRow, str]:
+    """Create the first owner and a token holding every scope; refuses when an owner exists."""
+    if any(m.role == "owner" for m in await store.list_members(gw.db)):
+        raise ConfigError("this organization already has an owner")
+    member = await store.insert_member(gw.db, name, "owner")
+    _, token = await _new_token(gw, name, " ".join(sorted(SCOPES)), None)
+    return member, token
+
+
+async def add_member(gw: Gateway, name: str, role: str, actor: Principal | None = None) -> MemberRow:
+    if actor is not None:
+        require_operation(actor, "members:write", "invite")
+        require_member_change(actor.role, target_role=role, new_role=role, active_owners=2)
+    require_role(role)
+    if not _MEMBER.match(name):
+        raise ConfigError(f"member name {name!r} is not valid")
+    if await store.get_member(gw.db, name) is not None:
+        raise ConfigError(f"a member named {name!r} already exists")
+    return await store.insert_member(gw.db, name, role)
+
+
+async def list_members(gw: Gateway, actor: Principal | None = None) -> list[MemberRow]:
+    if actor is not None:
+        require_operation(actor, "members:read", "list")
+    return [m for m in await store.list_members(gw.db) if m.status != "removed"]
+
+
+async def _change(
+    gw: Gateway, name: str, new_role: str | None, operation: str, actor: Principal | None
+) -> MemberRow:
+    target = await _member(gw, name)
+    owners = sum(1 for m in await store.list_members(gw.db) if m.role == "owner" and m.status == "active")
+    if actor is not None:
+        require_operation(actor, "members:write", operation)
+        require_member_change(actor.role, target_role=target.role, new_role=new_role, active_owners=owners)
+    elif target.role == "owner" and new_role != "owner" and owners <= 1:
+        raise ConfigError("the last owner cannot be demoted, suspended or removed")
+    return target
+
+
+async def set_role(gw: Gateway, name: str, role: str, actor: Principal | None = None) -> None:
+    require_role(role)
+    await _change(gw, name, role, "update_role", actor)
+    await store.update_member(gw.db, name, role=role)
+
+
+async def suspend_member(gw: Gateway, name: str, actor: Principal | None = None) -> None:
+    """Takes effect on the member's next call (R-7.6): grants are checked on every request."""
+    await _change(gw, name, None, "suspend", actor)
+    await store.update_member(gw.db, name, status="suspended")
+
+
+async def remove_member(gw: Gateway, name: str, actor: Principal | None = None) -> None:
+    await _change(gw, name, None, "remove", actor)
+    await store.update_member(gw.db, name, status="removed")
+    for grant in await store.list_grants(gw.db, name):
+        await store.revoke_grant(gw.db, grant.id)
+
+
+async def _new_token(
+    gw: Gateway, member: str, scopes: str, expires_days: float | None
+) -> tuple[GrantRow, str]:
+    parsed = parse_scopes(scopes)
+    if not parsed:
+        raise ConfigError("a token needs at least one scope")
+    if expires_days is not None and expires_days <= 0:
+        raise ConfigError("--expires must be a positive number of days")
+    expires_at = gw.clock() + expires_days * 86400 if expires_days is not None else None
+    token = new_token()
+    grant = await store.insert_grant(
+        gw.db,
+        grant_id=new_grant_id(),
+        member=member,
+        kind="pat",
+        token=token,
+        scopes=parsed,
+        expires_at=expires_at,
+    )
+    return grant, token
+
+
+async def create_token(
+    gw: Gateway,
+    member: str,
+    scopes: str = DEFAULT_SCOPES,
+    expires_days: float | None = None,
+    actor: Principal | None = None,
+) -> tuple[GrantRow, str]:
+    """A personal access token; the token is returned once and stored only as a hash."""
+    if actor is not None:
+        require_operation(actor, "members:write", "create")
+    target = await _member(gw, member)
+    if target.status != "active":
+        raise ConfigError(f"member {member!r} is {target.status}")
+    return await _new_token(gw, member, scopes.replace(",", " "), expires_days)
+
+
+async def list_tokens(
+    gw: Gateway, member: str | None = None, actor: Principal | None = None
+) -> list[GrantRow]:
+    if actor is not None:
+        require_operation(actor, "members:read", "list")
+    return await store.list_grants(gw.db, member)
+
+
+async def revoke_token(gw: Gateway, grant_id: str, actor: Principal | None = None) -> None:
+    """Takes effect on the very next call (R-7.6)."""
+    if actor is not None:
+        require_operation(actor, "members:write", "revoke")
+    if not await store.revoke_grant(gw.db, grant_id):
+        raise NotFound(f"no active grant {grant_id!r}")

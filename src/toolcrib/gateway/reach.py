@@ -1,0 +1,36 @@
+"""The one policy point every path calls to ask whether a member may reach a connector or tool (R-8.4).
+
+Listing connections, connecting one, advertising in search, executing, the final outbound check and
+opening a stored result all call :func:`decide`; it asks THE restriction resolver
+(``policy.restrictions.resolve``) and nothing else decides reachability. ``where`` names the path,
+so a test can prove each path still asks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+from toolcrib.policy import restrictions
+from toolcrib.policy.gates import Principal
+from toolcrib.policy.restrictions import Decision
+from toolcrib.policy.rules import Rule
+
+__all__ = ["Path", "decide"]
+
+Path = Literal["list_connections", "connect", "search", "execute", "outbound", "result", "diagnose"]
+
+
+def decide(
+    rules: Sequence[Rule],
+    principal: Principal,
+    *,
+    account: str,
+    connector: str,
+    tool: str | None = None,
+    where: Path,
+) -> Decision:
+    """Whether ``principal`` may reach ``tool`` of ``account`` (or the account, ``tool=None``)."""
+    return restrictions.resolve(
+        rules, role=principal.role, member=principal.member, account=account, connector=connector, tool=tool
+    )

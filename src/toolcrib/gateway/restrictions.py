@@ -1,0 +1,136 @@
+"""Restrictions, frozen parameters and classification overrides: the admin side of policy (SPEC 7–9)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from toolcrib.auth.tokens import new_rule_id
+from toolcrib.errors import ConfigError, NotFound
+from toolcrib.gateway.core import Gateway
+from toolcrib.policy.gates import Principal, require_operation
+from toolcrib.policy.restrictions import explain
+from toolcrib.policy.rules import Rule, describe_rule, validate_rule
+from toolcrib.policy.scopes import RISKS
+from toolcrib.store import members as member_store
+from toolcrib.store import policy as store
+
+__all__ = [
+    "add_restriction",
+    "classify_tool",
+    "explain_restriction",
+    "list_frozen",
+    "list_restrictions",
+    "remove_restriction",
+    "rule_view",
+    "set_frozen",
+    "unset_frozen",
+]
+
+
+def rule_view(rule: Rule) -> dict[str, Any]:
+    return {**dataclasses.asdict(rule), "description": describe_rule(rule)}
+
+
+def _guard(actor: Principal | None, permission: str, operation: str) -> None:
+    if actor is not None:
+        require_operation(actor, permission, operation)
+
+
+async def add_restriction(
+    gw: Gateway,
+    *,
+    effect: str,
+    target_kind: str,
+    target: str,
+    connector: str | None = None,
+    account: str | None = None,
+    tool: str | None = None,
+    actor: Principal | None = None,
+) -> Rule:
+    """Add a rule; it takes effect within the policy cache time (R-7.6) on every replica."""
+    _guard(actor, "restrictions:write", "create")
+    rule = Rule(new_rule_id(), effect, target_kind, target, connector, account, tool)  # type: ignore[arg-type]
+    validate_rule(rule)
+    if target_kind == "user" and await member_store.get_member(gw.db, target) is None:
+        raise ConfigError(f"no member named {target!r}")
+    await store.insert_restriction(gw.db, dataclasses.asdict(rule))
+    return rule
+
+
+async def list_restrictions(gw: Gateway, actor: Principal | None = None) -> list[Rule]:
+    _guard(actor, "restrictions:read", "list")
+    await gw.reload_policy()
+    return list((await gw.policy()).rules)
+
+
+async def remove_restriction(gw: Gateway, rule_id: str, actor: Principal | None = None) -> None:
+    _guard(actor, "restrictions:write", "delete")
+    if not await store.delete_restriction(gw.db, rule_id):
+        raise NotFound(f"no restriction {rule_id!r}")
+
+
+async def explain_restriction(
+    gw: Gateway, *, user: str | None, role: str | None, tool: str, actor: Principal | None = None
+) -> list[str]:
+    """Which rules decide whether ``user`` (or ``role``) reaches ``tool``, in words (R-8.6)."""
+    _guard(actor, "restrictions:read", "explain")
+    await gw.reload_policy()
+    account, _, name = tool.partition("__")
+    row = gw.connections.get(account)
+    if row is None:
+        raise NotFound(f"no connection named {account!r}")
+    if user is not None:
+        member = await member_store.get_member(gw.db, user)
+        if member is None:
+            raise NotFound(f"no member named {user!r}")
+        role = member.role
+    if role is None:
+        raise ConfigError("explain needs a user or a role")
+    rules = (await gw.policy()).rules
+    return explain(rules, role=role, member=user, account=account, connector=row.connector, tool=name or None)
+
+
+def _tool_of(gw: Gateway, account: str, tool: str) -> None:
+    if account not in gw.connections:
+        raise NotFound(f"no connection named {account!r}")
+    if tool not in gw.catalogs.get(account, {}):
+        raise NotFound(f"connection {account!r} has no tool {tool!r}")
+
+
+async def set_frozen(
+    gw: Gateway, account: str, tool: str, param: str, value: Any, actor: Principal | None = None
+) -> None:
+    """Freeze a provider parameter to a JSON value (R-9.1)."""
+    _guard(actor, "connections:write", "set")
+    _tool_of(gw, account, tool)
+    properties = gw.catalogs[account][tool].record.input_schema.get("properties") or {}
+    if param not in properties:
+        raise ConfigError(f"{account}__{tool} has no parameter {param!r}")
+    await store.set_frozen(gw.db, account, tool, param, value)
+    await gw.reload_policy()
+
+
+async def unset_frozen(
+    gw: Gateway, account: str, tool: str, param: str, actor: Principal | None = None
+) -> None:
+    _guard(actor, "connections:write", "unset")
+    if not await store.unset_frozen(gw.db, account, tool, param):
+        raise NotFound(f"{account}__{tool}.{param} is not frozen")
+    await gw.reload_policy()
+
+
+async def list_frozen(gw: Gateway) -> list[dict[str, Any]]:
+    return await store.list_frozen(gw.db)
+
+
+async def classify_tool(
+    gw: Gateway, account: str, tool: str, risk: str, actor: Principal | None = None
+) -> None:
+    """An admin override of a tool's classification; ``forbidden`` hides it everywhere (R-7.4)."""
+    _guard(actor, "connections:write", "update")
+    if risk not in RISKS:
+        raise ConfigError(f"classification must be one of {', '.join(RISKS)}")
+    _tool_of(gw, account, tool)
+    await store.set_override(gw.db, account, tool, risk)
+    await gw.reload_policy()

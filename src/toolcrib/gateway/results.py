@@ -1,0 +1,76 @@
+"""Result shaping and stored results (SPEC section 12)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from toolcrib.auth.tokens import new_result_id
+from toolcrib.errors import NotFound, Restricted
+from toolcrib.gateway.core import Gateway
+from toolcrib.gateway.reach import decide
+from toolcrib.gateway.shaping import attach_result_id, shape_result
+from toolcrib.policy.gates import Principal
+from toolcrib.store import results as store
+from toolcrib.store.results import ResultRow
+
+__all__ = ["read_result", "shape_and_store"]
+
+MAX_PAGE = 32_000
+
+
+async def shape_and_store(
+    gw: Gateway,
+    principal: Principal,
+    raw: Mapping[str, Any],
+    *,
+    secrets: Sequence[str],
+    operation: str,
+    account: str,
+    connector: str,
+) -> dict[str, Any]:
+    """Redact, then cap (step 16); a cut result is kept in full and named (R-12.3)."""
+    shaped = shape_result(raw, secrets=secrets)
+    if not shaped.truncated or shaped.full is None:
+        return shaped.result
+    row = ResultRow(
+        id=new_result_id(),
+        member=principal.member,
+        operation=operation,
+        account=account,
+        connector=connector,
+        payload=json.dumps(shaped.full, ensure_ascii=False),
+        created_at=gw.clock(),
+    )
+    await store.insert_result(gw.db, row)
+    return attach_result_id(shaped.result, row.id)
+
+
+async def read_result(
+    gw: Gateway, principal: Principal, result_id: str, offset: int = 0, length: int = MAX_PAGE
+) -> dict[str, Any]:
+    """A page of a stored result, for the member who received it, after the resolver allows it again."""
+    row = await store.get_result(gw.db, result_id)
+    expired = row is not None and gw.clock() - row.created_at > gw.settings.result_ttl_seconds
+    if row is None or row.member != principal.member or expired:
+        raise NotFound("no such stored result")
+    rules = (await gw.policy()).rules
+    tool = row.operation.partition("__")[2]
+    decision = decide(
+        rules, principal, account=row.account, connector=row.connector, tool=tool, where="result"
+    )
+    if not decision.allowed:
+        raise Restricted(f"{row.operation} is withheld by a restriction")
+    offset = max(0, int(offset))
+    length = max(1, min(MAX_PAGE, int(length)))
+    chunk = row.payload[offset : offset + length]
+    end = offset + len(chunk)
+    return {
+        "result_id": row.id,
+        "offset": offset,
+        "length": len(chunk),
+        "total": len(row.payload),
+        "next_offset": end if end < len(row.payload) else None,
+        "data": chunk,
+    }

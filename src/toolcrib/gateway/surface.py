@@ -1,0 +1,73 @@
+"""The model-facing surface: the two meta-tools' definitions (SPEC R-2.2, R-2.3, R-2.5).
+
+Their JSON stays under 4,000 bytes together and never depends on what is connected.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+__all__ = ["SURFACES", "Surface", "meta_tool_definitions"]
+
+SurfaceName = Literal["search", "capability"]
+
+
+@dataclass(frozen=True, slots=True)
+class Surface:
+    """The names a surface gives the two meta-tools and their arguments."""
+
+    search: str
+    execute: str
+    query_arg: str
+    handle_arg: str
+    arguments_arg: str
+
+
+SURFACES: dict[str, Surface] = {
+    "search": Surface("search_tools", "execute_tool", "query", "action_id", "arguments"),
+    "capability": Surface("discover_capability", "run_capability", "intent", "actionId", "params"),
+}
+
+_SEARCH_DESCRIPTION = (
+    "Find tools of the organization's connected apps by intent. Connected tools are never listed: "
+    "search first, then call one with {execute}. Returns up to `limit` cards (name, {handle}, "
+    "inputs) and may return none when nothing connected fits."
+)
+_EXECUTE_DESCRIPTION = (
+    "Run one connected tool found with {search}: name it by its public name "
+    "(`account__tool`) or by the {handle} of a search card, and pass its inputs in "
+    "`{arguments}`. Errors come back in-band with a code, e.g. needs_input lists missing fields."
+)
+
+
+def meta_tool_definitions(surface: str = "search") -> list[dict[str, Any]]:
+    """The two ``tools/list`` entries of the meta-tools, as JSON objects."""
+    s = SURFACES[surface]
+    search_props: dict[str, Any] = {
+        s.query_arg: {"type": "string", "description": "What you want to do, in a few words."},
+        "limit": {"type": "integer", "minimum": 1, "maximum": 5, "default": 3},
+    }
+    execute_props: dict[str, Any] = {
+        s.handle_arg: {"type": "string", "description": "The action handle from a search card."},
+        s.arguments_arg: {"type": "object", "description": "The tool's inputs, by card name."},
+    }
+    if surface == "search":
+        execute_props = {
+            "tool": {"type": "string", "description": "Public name, `account__tool`."},
+            **execute_props,
+        }
+    fmt = {"search": s.search, "execute": s.execute, "handle": s.handle_arg, "arguments": s.arguments_arg}
+    return [
+        {
+            "name": s.search,
+            "description": _SEARCH_DESCRIPTION.format(**fmt),
+            "inputSchema": {"type": "object", "properties": search_props, "required": [s.query_arg]},
+            "annotations": {"readOnlyHint": True},
+        },
+        {
+            "name": s.execute,
+            "description": _EXECUTE_DESCRIPTION.format(**fmt),
+            "inputSchema": {"type": "object", "properties": execute_props},
+        },
+    ]

@@ -1,0 +1,135 @@
+"""The HTTP face: ``/mcp`` (Streamable HTTP), ``/api`` (REST), ``/healthz``, ``/metrics``, RFC 9728."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.routing import Route, Router
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from toolcrib.auth.metadata import protected_resource_metadata, www_authenticate
+from toolcrib.errors import Unauthenticated
+from toolcrib.gateway.control import ControlPlane
+from toolcrib.gateway.core import Gateway
+from toolcrib.gateway.identity import authenticate
+from toolcrib.policy.scopes import SCOPES
+from toolcrib.settings import Settings
+from toolcrib.web.mcp import PRINCIPAL_KEY, build_mcp_server
+from toolcrib.web.rest import openapi_document, rest_routes
+from toolcrib.web.telemetry import Telemetry
+
+__all__ = ["create_app"]
+
+logger = logging.getLogger(__name__)
+METADATA_PATH = "/.well-known/oauth-protected-resource"
+
+
+class Authenticated:
+    """Origin check (DNS-rebinding protection) and bearer check in front of ``inner`` (R-2.4).
+
+    The principal is put in the ASGI scope; it is read again on every request, never cached.
+    """
+
+    def __init__(self, inner: ASGIApp, settings: Settings) -> None:
+        self._inner = inner
+        self._settings = settings
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        request = Request(scope)
+        origin = request.headers.get("origin")
+        if origin and origin not in self._settings.allowed_origins and origin != self._settings.resource_url:
+            body = {"error": "origin_not_allowed", "message": f"Origin {origin} is not allowed"}
+            await JSONResponse(body, 403)(scope, receive, send)
+            return
+        header = request.headers.get("authorization", "")
+        token = header[7:].strip() if header.lower().startswith("bearer ") else None
+        try:
+            principal = await authenticate(request.app.state.gateway, token)
+        except Unauthenticated as exc:
+            metadata_url = self._settings.resource_url + METADATA_PATH
+            error = "invalid_token" if token else None
+            challenge = www_authenticate(metadata_url, error=error, description=exc.message)
+            body = {"error": error or "unauthorized", "message": exc.message}
+            await JSONResponse(body, 401, headers={"WWW-Authenticate": challenge})(scope, receive, send)
+            return
+        scope[PRINCIPAL_KEY] = principal
+        await self._inner(scope, receive, send)
+
+
+class _SessionManagerApp:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        manager: StreamableHTTPSessionManager = scope["app"].state.session_manager
+        await manager.handle_request(scope, receive, send)
+
+
+def create_app(settings: Settings, *, gateway: Gateway | None = None) -> Starlette:
+    """The ASGI app. With ``gateway`` given (tests), the caller owns its lifetime."""
+    telemetry = Telemetry()
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with _gateway(settings, gateway) as gw:
+            control = ControlPlane(gw)
+            manager = StreamableHTTPSessionManager(
+                build_mcp_server(gw, control, telemetry),
+                json_response=settings.stateless,
+                stateless=settings.stateless,
+                max_request_body_size=settings.max_body_bytes,
+            )
+            app.state.gateway, app.state.control, app.state.session_manager = gw, control, manager
+            async with manager.run():
+                yield
+
+    async def healthz(request: Request) -> Response:
+        gw: Gateway = request.app.state.gateway
+        states: dict[str, int] = {}
+        for row in gw.connections.values():
+            states[row.status] = states.get(row.status, 0) + 1
+        return JSONResponse({"status": "ok", "connections": states})
+
+    async def metrics(request: Request) -> Response:
+        gw: Gateway = request.app.state.gateway
+        telemetry.flat_listing_bytes = gw.flat_listing_bytes()
+        telemetry.audit_rows.set(gw.audit_rows_written)
+        return PlainTextResponse(telemetry.render(), media_type="text/plain; version=0.0.4")
+
+    async def resource_metadata(request: Request) -> Response:
+        servers = [settings.oauth_issuer] if settings.oauth_issuer else []
+        doc: dict[str, Any] = protected_resource_metadata(
+            settings.resource_url + "/mcp", servers, sorted(SCOPES)
+        )
+        return Response(json.dumps(doc), media_type="application/json")
+
+    async def openapi(request: Request) -> Response:
+        return JSONResponse(openapi_document(request.app.state.control, settings.resource_url))
+
+    api = Router(routes=rest_routes(settings.control_prefix, PRINCIPAL_KEY))
+    return Starlette(
+        routes=[
+            Route("/healthz", healthz),
+            Route("/metrics", metrics),
+            Route(METADATA_PATH, resource_metadata),
+            Route(METADATA_PATH + "/mcp", resource_metadata),
+            Route("/api/openapi.json", openapi),
+            Route("/mcp", Authenticated(_SessionManagerApp(), settings), methods=["GET", "POST", "DELETE"]),
+            Route("/api/{resource}/{operation}", Authenticated(api, settings), methods=["POST"]),
+        ],
+        lifespan=lifespan,
+    )
+
+
+@asynccontextmanager
+async def _gateway(settings: Settings, given: Gateway | None) -> AsyncIterator[Gateway]:
+    if given is not None:
+        yield given
+        return
+    async with Gateway.open(settings) as gw:
+        yield gw

@@ -1,0 +1,108 @@
+"""The MCP face: ``tools/list`` and ``tools/call`` over the gateway functions (SPEC sections 2, 3, 10)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
+
+from toolcrib.errors import InBandError, InvalidArguments, NotFound, ToolcribError
+from toolcrib.gateway.control import ControlPlane
+from toolcrib.gateway.core import Gateway
+from toolcrib.gateway.execute import execute_tool
+from toolcrib.gateway.search import search_tools
+from toolcrib.gateway.surface import SURFACES, meta_tool_definitions
+from toolcrib.policy.gates import Principal, lists_tools
+from toolcrib.web.telemetry import Telemetry
+
+__all__ = ["PRINCIPAL_KEY", "build_mcp_server"]
+
+PRINCIPAL_KEY = "toolcrib.principal"
+logger = logging.getLogger(__name__)
+
+
+def _principal(ctx: ServerRequestContext[Any]) -> Principal:
+    request = ctx.request
+    principal = request.scope.get(PRINCIPAL_KEY) if request is not None else None
+    if not isinstance(principal, Principal):
+        raise RuntimeError("the /mcp endpoint is served only behind the bearer check")
+    return principal
+
+
+def _answer(payload: dict[str, Any], *, error: bool = False) -> types.CallToolResult:
+    text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+    return types.CallToolResult(
+        content=[types.TextContent(text=text)], structured_content=payload, is_error=error
+    )
+
+
+def _passthrough(result: dict[str, Any]) -> types.CallToolResult:
+    """A shaped upstream result, as it came (R-3.3)."""
+    return types.CallToolResult.model_validate(
+        {k: v for k, v in result.items() if k in ("content", "structuredContent", "isError", "_meta")}
+    )
+
+
+def build_mcp_server(gw: Gateway, control: ControlPlane, telemetry: Telemetry) -> Server[Any]:
+    surface = SURFACES[gw.settings.surface]
+    meta_tools = [types.Tool.model_validate(t) for t in meta_tool_definitions(gw.settings.surface)]
+
+    async def on_list_tools(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        principal = _principal(ctx)
+        if not lists_tools(principal):
+            return types.ListToolsResult(tools=[])
+        tools = meta_tools + [types.Tool.model_validate(t) for t in control.definitions_for(principal)]
+        telemetry.sent(principal, tools_list=[t.model_dump(mode="json", by_alias=True) for t in tools])
+        return types.ListToolsResult(tools=tools)
+
+    async def dispatch(principal: Principal, name: str, args: dict[str, Any]) -> types.CallToolResult:
+        if name == surface.search:
+            query = args.get(surface.query_arg)
+            if not isinstance(query, str) or not query.strip():
+                raise InvalidArguments(f"`{surface.query_arg}` must be a non-empty string")
+            limit = args.get("limit", 3)
+            if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 5:
+                raise InvalidArguments("`limit` must be an integer from 1 to 5")
+            found = await search_tools(gw, principal, query, limit)
+            telemetry.searched(principal, found)
+            return _answer(found)
+        if name == surface.execute:
+            result = await execute_tool(
+                gw,
+                principal,
+                tool=args.get("tool"),
+                action_id=args.get(surface.handle_arg),
+                arguments=args.get(surface.arguments_arg),
+            )
+            return _passthrough(result)
+        if control.has(name):
+            return _answer(await control.call(principal, name, args))
+        raise NotFound(f"no tool named {name!r}; connected tools are found with {surface.search}")
+
+    async def on_call_tool(
+        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        principal = _principal(ctx)
+        name = params.name
+        with telemetry.call(name) as outcome:
+            try:
+                result = await dispatch(principal, name, dict(params.arguments or {}))
+            except InBandError as exc:
+                outcome.error(exc.code)
+                return _answer(exc.to_payload(), error=True)
+            except ToolcribError as exc:
+                outcome.error(exc.code)
+                return _answer(
+                    {"error": {"code": "invalid_arguments", "message": exc.message, "errors": []}}, error=True
+                )
+            if result.is_error:
+                outcome.error("tool_error")
+            return result
+
+    return Server("toolcrib", version="0.1.0", on_list_tools=on_list_tools, on_call_tool=on_call_tool)
