@@ -1,0 +1,134 @@
+"""Shared test fixtures: real processes, real sockets, real SQLite files."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+import httpx2
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PYTHON = sys.executable
+TOOLCRIB = [PYTHON, "-m", "toolcrib.cli"]
+FIXTURE_SERVER = [PYTHON, "-m", "tests.fixtures.fixture_server"]
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_http(url: str, timeout: float = 30.0, proc: subprocess.Popen[bytes] | None = None) -> None:
+    """Poll ``url`` until it answers (bounded), failing early if ``proc`` died."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"process exited with {proc.returncode} before serving {url}")
+        try:
+            httpx2.get(url, timeout=1.0)
+            return
+        except httpx2.HTTPError:
+            time.sleep(0.1)
+    raise TimeoutError(f"{url} did not answer within {timeout} s")
+
+
+def env_for(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    env.update(extra or {})
+    return env
+
+
+def cli(db_url: str, *args: str, check: bool = True, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run the real ``toolcrib`` command line."""
+    return subprocess.run(
+        [*TOOLCRIB, *args, "--database", db_url],
+        cwd=ROOT,
+        env=env_for(env),
+        capture_output=True,
+        text=True,
+        check=check,
+        timeout=120,
+    )
+
+
+def cli_json(db_url: str, *args: str) -> object:
+    return json.loads(cli(db_url, *args, "--json").stdout)
+
+
+@dataclass
+class Process:
+    proc: subprocess.Popen[bytes]
+    url: str
+    log: IO[bytes] | None = None
+
+    def stop(self) -> None:
+        self._stop()
+        if self.log is not None:
+            self.log.close()
+
+    def _stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+
+
+def start_fixture_http(extra_env: dict[str, str] | None = None) -> Process:
+    port = free_port()
+    proc = subprocess.Popen(
+        [*FIXTURE_SERVER, "--http", str(port)], cwd=ROOT, env=env_for(extra_env), stderr=subprocess.DEVNULL
+    )
+    url = f"http://127.0.0.1:{port}/mcp"
+    wait_http(f"http://127.0.0.1:{port}/", proc=proc)
+    return Process(proc, url)
+
+
+def start_gateway(db_url: str, extra_env: dict[str, str] | None = None) -> Process:
+    port = free_port()
+    log = open(Path(db_url.removeprefix("sqlite:///")).with_suffix(".log"), "ab")  # noqa: SIM115
+    proc = subprocess.Popen(
+        [*TOOLCRIB, "serve", "--port", str(port), "--database", db_url],
+        cwd=ROOT,
+        env=env_for(extra_env),
+        stdout=log,
+        stderr=log,
+    )
+    base = f"http://127.0.0.1:{port}"
+    started = Process(proc, base, log)
+    try:
+        wait_http(base + "/healthz", proc=proc)
+    except Exception:
+        started.stop()
+        raise
+    return started
+
+
+@pytest.fixture
+def db_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'toolcrib.db'}"
+
+
+@pytest.fixture(scope="session")
+def fixture_http() -> Iterator[Process]:
+    server = start_fixture_http({"FIXTURE_API_KEY": "fixture-secret-key-123456"})
+    yield server
+    server.stop()
