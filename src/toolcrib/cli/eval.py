@@ -1,0 +1,65 @@
+"""``toolcrib eval search``: run an evaluation set through the real search engine."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from toolcrib.search import SearchIndex
+from toolcrib.search.evaluate import Ranking, catalog_docs, metrics, rank_queries
+
+__all__ = ["eval_app"]
+
+eval_app = typer.Typer(help="Measure toolcrib against evaluation sets.", no_args_is_help=True)
+
+
+def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    with path.open(encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def _write_rankings(path: Path, rankings: list[Ranking]) -> None:
+    with path.open("w", encoding="utf-8") as handle:
+        for ranking in rankings:
+            handle.write(
+                json.dumps({"qid": ranking.qid, "ranked": ranking.ranked}, ensure_ascii=False) + "\n"
+            )
+
+
+def _table(figures: dict[str, float | int | None], title: str) -> Table:
+    table = Table(title=title)
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for name, value in figures.items():
+        shown = "-" if value is None else (f"{value:.3f}" if isinstance(value, float) else str(value))
+        table.add_row(name, shown)
+    return table
+
+
+@eval_app.command("search")
+def search(
+    catalog: Path = typer.Option(..., exists=True, dir_okay=False, help="Catalog snapshot (JSON lines)."),
+    queries: Path = typer.Option(..., exists=True, dir_okay=False, help="Queries (JSON lines)."),
+    output: Path | None = typer.Option(None, help="Write one JSON line per query: qid, ranked."),
+    semantic: bool = typer.Option(False, "--semantic", help="Use meaning search if installed."),
+    as_json: bool = typer.Option(False, "--json", help="Print the figures as JSON."),
+) -> None:
+    """Rank every query with default settings and print hit@k, MRR, empty rates and R@5."""
+    accounts = catalog_docs(_read_jsonl(catalog))
+    index = SearchIndex(semantic=semantic)
+    for account, docs in accounts.items():
+        index.replace_account(account, docs)
+    rankings = rank_queries(index, accounts, _read_jsonl(queries))
+    if output is not None:
+        _write_rankings(output, rankings)
+    figures: dict[str, Any] = {**metrics(rankings), "semantic": index.semantic}
+    if as_json:
+        typer.echo(json.dumps(figures))
+    else:
+        mode = "lexical + meaning" if index.semantic else "lexical"
+        Console().print(_table(figures, f"{queries.name} ({mode})"))

@@ -1,0 +1,49 @@
+"""The engine's knobs. The defaults are the shipped behaviour; the others exist so the quality
+benchmark can measure each refinement against the literal rules in the same run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["SEED_RULES", "SearchOptions"]
+
+
+@dataclass(frozen=True, slots=True)
+class SearchOptions:
+    stemming: bool = True
+    """Fold plurals (``files`` -> ``file``)."""
+    typo_threshold: float | None = 0.5
+    """R-5.7 trigram similarity a typo match needs; None disables typo matching."""
+    floor: float = 0.5
+    """R-5.3: the share of the query's weight a tool must match (0 ranks without a floor)."""
+    drop_values: bool = True
+    """R-5.3 refinement: value words that match nothing leave the floor's total."""
+    synonyms: bool = True
+    """Match through the short synonym list."""
+    description_length_b: float = 0.25
+    """BM25 length normalization of the description score (0: always 1, as R-5.2 reads)."""
+    name_length_b: float = 0.0
+    """The same for the name score (0: always 5 or 3, as R-5.2 reads)."""
+    known_apps: bool = True
+    """R-5.11: answer ``not_connected`` for a named known app no visible account carries."""
+    rrf_k: float = 60.0
+    """R-5.8 reciprocal-rank fusion constant."""
+    lexical_first: bool = False
+    """R-5.8: rank every tool over the floor before any tool lifted by meaning alone."""
+    semantic_lift: float = 0.55
+    """R-5.8: cosine at which the meaning channel alone may lift a tool over the floor."""
+    semantic_partial: float = 0.30
+    """R-5.8: a tool that matched at least this share of the query's weight lexically may be
+    lifted at a lower cosine (``semantic_partial_cosine``)."""
+    semantic_partial_cosine: float = 0.45
+
+
+SEED_RULES = SearchOptions(
+    stemming=False,
+    typo_threshold=None,
+    drop_values=False,
+    synonyms=False,
+    known_apps=False,
+    description_length_b=0.0,
+)
+"""The literal rules of R-5.2/R-5.3 with no refinement: the benchmark's floor baseline."""

@@ -1,0 +1,81 @@
+"""From per-slot scores to the caller's hits (SPEC R-5.1, R-5.6, R-5.8, R-8.5).
+
+Order: score descending, ties on the codepoint order of the public name (``sorted`` on ``str``
+compares codepoints; no locale collation). Visibility and restriction are checked per call on
+the ranked candidates only, so filtering never rebuilds the index.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["MAX_RESTRICTED", "confidence", "fuse", "ordered", "select"]
+
+MAX_RESTRICTED = 10
+_SCAN_AFTER_FULL = 256
+"""After the hits are full, look this much further for withheld tools to name (R-8.5)."""
+
+Vector = npt.NDArray[np.float64]
+Slots = npt.NDArray[np.int64]
+
+
+def ordered(candidates: Slots, key: Vector, name_of: Callable[[int], str]) -> Iterator[int]:
+    """Candidate slots by ``key`` descending, equal keys by public name (R-5.6)."""
+    rounded = np.round(key[candidates], 9)
+    order = candidates[np.argsort(-rounded, kind="stable")]
+    values = np.round(key[order], 9)
+    start = 0
+    while start < len(order):
+        end = start + 1
+        while end < len(order) and values[end] == values[start]:
+            end += 1
+        yield from sorted(order[start:end].tolist(), key=name_of)
+        start = end
+
+
+def select(
+    ranked: Iterator[int],
+    name_of: Callable[[int], str],
+    limit: int,
+    visible: Callable[[str], bool] | None,
+    withheld: Callable[[str], bool] | None,
+) -> tuple[list[int], list[str]]:
+    """The first ``limit`` visible slots, and the names of withheld ones that matched."""
+    hits: list[int] = []
+    restricted: list[str] = []
+    after_full = 0
+    for slot in ranked:
+        name = name_of(slot)
+        if withheld is not None and withheld(name):
+            if len(restricted) < MAX_RESTRICTED:
+                restricted.append(name)
+        elif len(hits) < limit and (visible is None or visible(name)):
+            hits.append(slot)
+        if len(hits) >= limit:
+            after_full += 1
+            if after_full > _SCAN_AFTER_FULL or withheld is None or len(restricted) >= MAX_RESTRICTED:
+                break
+    return hits, sorted(restricted)
+
+
+def fuse(lexical: Vector, cosine: Vector, candidates: Slots, k: float) -> Vector:
+    """Reciprocal-rank fusion of the lexical and the meaning ranking over ``candidates``."""
+    fused = np.zeros(len(lexical))
+    for key, only_positive in ((lexical, True), (cosine, False)):
+        pool = candidates[key[candidates] > 0] if only_positive else candidates
+        order = pool[np.argsort(-key[pool], kind="stable")]
+        fused[order] += 1.0 / (k + np.arange(1, len(order) + 1))
+    return fused
+
+
+def confidence(share: float, lifted: bool) -> str:
+    """high: the tool matched (nearly) all of the query's weight; medium: over the floor;
+    low: lifted over the floor by meaning alone."""
+    if lifted:
+        return "low"
+    if share >= 0.85:
+        return "high"
+    return "medium"

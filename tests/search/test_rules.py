@@ -1,0 +1,126 @@
+"""SPEC section 5 rules, each proved on a small hand-made index."""
+
+from __future__ import annotations
+
+from tests.search.conftest import doc
+
+from toolcrib.search import SearchIndex
+
+
+def _index(*docs_by_account: tuple[str, list]) -> SearchIndex:  # type: ignore[type-arg]
+    index = SearchIndex()
+    for account, docs in docs_by_account:
+        index.replace_account(account, docs)
+    return index
+
+
+def test_r5_2_exact_name_beats_prefix_beats_label_beats_description() -> None:
+    index = _index(
+        ("a1", [doc("a1", "invoice")]),
+        ("a2", [doc("a2", "invoicer")]),
+        ("a3", [doc("a3", "invo_sync")]),
+        ("invoice", [doc("invoice", "do_thing")]),
+        ("a4", [doc("a4", "other", "send an invoice")]),
+    )
+    names = [h.public_name for h in index.search("invoice", limit=5).hits]
+    assert names[0] == "a1__invoice"
+    assert names[1:3] == ["a2__invoicer", "a3__invo_sync"]  # prefix either way: 3 each, codepoint tie
+    assert names[3:] == ["invoice__do_thing", "a4__other"]
+
+
+def test_r5_3_query_about_unconnected_app_returns_nothing() -> None:
+    index = _index(("notes", [doc("notes", "create_note", "Create a note")]))
+    result = index.search("create an issue in Linear")
+    assert result.hits == []
+
+
+def test_r5_3_value_words_that_match_nothing_leave_the_total() -> None:
+    index = _index(("time", [doc("time", "convert_time", "Convert time between timezones")]))
+    assert (
+        index.search("convert 3pm New York time to London time").hits[0].public_name == "time__convert_time"
+    )
+
+
+def test_r5_4_merged_and_frozen_words_do_not_score_in_descriptions() -> None:
+    index = _index(("x", [doc("x", "ping", "Frozen account set merged connection")]))
+    assert index.search("frozen account").hits == []
+
+
+def test_r5_5_account_label_ranks_its_tools_first() -> None:
+    legal = [doc("notion-legal", "create_page", "Create a page", "Notion")]
+    marketing = [doc("notion-marketing", "create_page", "Create a page", "Notion")]
+    index = _index(("notion-marketing", marketing), ("notion-legal", legal))
+    assert index.search("create a legal page").hits[0].public_name == "notion-legal__create_page"
+
+
+def test_r5_6_ties_break_on_codepoint_order_of_public_name() -> None:
+    index = _index(*[(a, [doc(a, "search_web", "Search the web")]) for a in ("b", "Z", "a", "é")])
+    assert [h.public_name for h in index.search("search web", limit=5).hits] == [
+        "Z__search_web",
+        "a__search_web",
+        "b__search_web",
+        "é__search_web",
+    ]
+
+
+def test_r5_7_a_typo_still_finds_the_tool() -> None:
+    index = _index(("w", [doc("w", "get_weather", "Current weather for a city")]))
+    hits = index.search("wheather").hits
+    assert [h.public_name for h in hits] == ["w__get_weather"]
+
+
+def test_r5_11_unconnected_known_app_is_named_and_never_typo_matched() -> None:
+    index = _index(("notes", [doc("notes", "write_note", "Write a note")]))
+    result = index.search("notion")
+    assert result.hits == []
+    assert result.not_connected == ["notion"] or index.search("open Notion").not_connected == ["notion"]
+    assert index.search("create a Jira ticket").not_connected == ["jira"]
+
+
+def test_r5_11_connected_known_app_is_searched_normally() -> None:
+    index = _index(("jira-main", [doc("jira-main", "create_issue", "Create an issue", "Jira")]))
+    result = index.search("create a Jira issue")
+    assert result.not_connected == []
+    assert result.hits[0].public_name == "jira-main__create_issue"
+
+
+def test_r5_11_app_carried_only_by_an_invisible_account_is_not_connected() -> None:
+    index = _index(("jira-main", [doc("jira-main", "create_issue", "Create an issue", "Jira")]))
+    result = index.search("create a Jira issue", visible=lambda _: False)
+    assert result.not_connected == ["jira"]
+
+
+def test_r5_2_chinese_query_finds_chinese_tool() -> None:
+    index = _index(
+        ("bing", [doc("bing", "bing_search", "使用必应搜索指定的关键词，并返回搜索结果列表")]),
+        ("x", [doc("x", "get_weather", "Get the weather")]),
+    )
+    assert [h.public_name for h in index.search("必应搜索").hits] == ["bing__bing_search"]
+
+
+def test_r15_2_replace_account_updates_one_account_without_touching_others() -> None:
+    index = _index(("a", [doc("a", "send_mail")]), ("b", [doc("b", "read_mail")]))
+    index.replace_account("a", [doc("a", "send_fax")])
+    assert len(index) == 2
+    assert [h.public_name for h in index.search("mail").hits] == ["b__read_mail"]
+    assert [h.public_name for h in index.search("fax").hits] == ["a__send_fax"]
+    index.remove_account("b")
+    assert index.search("mail").hits == []
+    assert len(index) == 1
+
+
+def test_r5_1_visible_and_withheld_filter_per_call() -> None:
+    index = _index(*[(a, [doc(a, "delete_file", "Delete a file")]) for a in ("a", "b", "c")])
+    result = index.search(
+        "delete file",
+        visible=lambda name: name != "c__delete_file",
+        withheld=lambda name: name == "b__delete_file",
+    )
+    assert [h.public_name for h in result.hits] == ["a__delete_file"]
+    assert result.restricted == ["b__delete_file"]
+    assert len(index.search("delete file").hits) == 3
+
+
+def test_r5_3_confidence_is_high_for_a_full_match() -> None:
+    index = _index(("g", [doc("g", "create_pull_request", "Create a pull request")]))
+    assert index.search("create pull request").hits[0].confidence == "high"
