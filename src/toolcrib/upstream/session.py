@@ -26,6 +26,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import CONNECTION_CLOSED
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolcrib.errors import UpstreamError, UpstreamTimeout
 
@@ -187,7 +188,11 @@ class UpstreamSession:
                 await stack.enter_async_context(client)
                 self._client = client
                 ready.set()
-                await stop.wait()
+                async with anyio.create_task_group() as watchers:
+                    if self._announces_tool_changes(client):
+                        watchers.start_soon(self._listen_for_tool_changes, client)
+                    await stop.wait()
+                    watchers.cancel_scope.cancel()
         except Exception as exc:
             failure.append(exc)
             logger.info("upstream %s ended: %r", self.spec.name, exc)
@@ -209,6 +214,23 @@ class UpstreamSession:
         stack.push_async_callback(http.aclose)
         assert spec.url is not None
         return streamable_http_client(spec.url, http_client=http)
+
+    @staticmethod
+    def _announces_tool_changes(client: Client) -> bool:
+        """On 2026-07-28 connections changes come on a ``subscriptions/listen`` stream, not as
+        loose notifications; earlier protocol versions use ``_on_message``."""
+        tools = client.server_capabilities.tools
+        listed = bool(tools is not None and tools.list_changed)
+        return listed and client.protocol_version in MODERN_PROTOCOL_VERSIONS
+
+    async def _listen_for_tool_changes(self, client: Client) -> None:
+        try:
+            async with client.listen(tools_list_changed=True) as subscription:
+                async for _event in subscription:
+                    if self._on_tools_changed is not None:
+                        self._tg.start_soon(self._on_tools_changed, self.spec.name)
+        except Exception as exc:  # a lost stream only stops change tracking; calls keep working
+            logger.info("upstream %s: tools/list_changed stream ended: %r", self.spec.name, exc)
 
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, types.ToolListChangedNotification) and self._on_tools_changed:
