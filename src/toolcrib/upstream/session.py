@@ -12,8 +12,8 @@ import logging
 import math
 import tempfile
 import time
-from collections.abc import Callable, Coroutine
-from contextlib import AsyncExitStack
+from collections.abc import AsyncIterator, Callable, Coroutine
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import IO, Any, Literal
 
@@ -91,49 +91,44 @@ class UpstreamSession:
         client = await self._ensure()
         tools: list[dict[str, Any]] = []
         cursor: str | None = None
-        try:
-            with anyio.fail_after(self._connect_timeout):
-                for _ in range(_MAX_PAGES):
-                    page = await client.list_tools(cursor=cursor, cache_mode="refresh")
-                    tools.extend(
-                        t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in page.tools
-                    )
-                    cursor = page.next_cursor
-                    if not cursor:
-                        break
-        except TimeoutError as exc:
-            raise UpstreamTimeout(f"{self.spec.name}: tools/list timed out") from exc
-        except MCPError as exc:
-            if exc.code != CONNECTION_CLOSED:
-                raise UpstreamError(f"{self.spec.name}: tools/list failed: {exc.message}") from exc
-            await self._crashed(exc)
-            raise UpstreamError(f"{self.spec.name}: connection lost during tools/list") from exc
-        except Exception as exc:
-            await self._crashed(exc)
-            raise UpstreamError(f"{self.spec.name}: connection lost during tools/list") from exc
+        async with self._translated("tools/list", self._connect_timeout):
+            for _ in range(_MAX_PAGES):
+                page = await client.list_tools(cursor=cursor, cache_mode="refresh")
+                tools.extend(t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in page.tools)
+                cursor = page.next_cursor
+                if not cursor:
+                    break
         return tools
 
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         """``tools/call`` with the call timeout; the result as the JSON of a CallToolResult."""
         client = await self._ensure()
         self.last_used = time.monotonic()
-        try:
-            with anyio.fail_after(self._call_timeout):
-                result = await client.call_tool(name, arguments)
-        except TimeoutError as exc:
-            raise UpstreamTimeout(
-                f"{self.spec.name}: {name} did not answer within {self._call_timeout:g} s"
-            ) from exc
-        except MCPError as exc:
-            if exc.code != CONNECTION_CLOSED:
-                raise UpstreamError(f"{self.spec.name}: {name} failed: {exc.message}") from exc
-            await self._crashed(exc)
-            raise UpstreamError(f"{self.spec.name}: the upstream server stopped during {name}") from exc
-        except Exception as exc:
-            await self._crashed(exc)
-            raise UpstreamError(f"{self.spec.name}: the upstream server stopped during {name}") from exc
+        async with self._translated(name, self._call_timeout):
+            result = await client.call_tool(name, arguments)
         self._failures = 0
         return result.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+    @asynccontextmanager
+    async def _translated(self, what: str, seconds: float) -> AsyncIterator[None]:
+        """Every upstream call within ``seconds``; SDK and transport failures become in-band errors.
+
+        A closed connection (the process died, the server went away) also marks the session dead,
+        so the next call starts it again after the back-off.
+        """
+        try:
+            with anyio.fail_after(seconds):
+                yield
+        except TimeoutError as exc:
+            raise UpstreamTimeout(f"{self.spec.name}: {what} did not answer within {seconds:g} s") from exc
+        except MCPError as exc:
+            if exc.code != CONNECTION_CLOSED:
+                raise UpstreamError(f"{self.spec.name}: {what} failed: {exc.message}") from exc
+            await self._crashed(exc)
+            raise UpstreamError(f"{self.spec.name}: the upstream server stopped during {what}") from exc
+        except Exception as exc:
+            await self._crashed(exc)
+            raise UpstreamError(f"{self.spec.name}: the upstream server stopped during {what}") from exc
 
     async def close(self) -> None:
         """Stop the session (and its process) and wait until it has ended."""
