@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 import typer
@@ -49,6 +50,7 @@ def serve(
     from toolcrib.web.app import create_app
 
     settings = settings_for(database, host=host, port=port)
+    logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     console.print(f"toolcrib serving [bold]{settings.resource_url}/mcp[/bold]")
     uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="warning")
 

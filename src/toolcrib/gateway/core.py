@@ -22,6 +22,8 @@ from toolcrib.search.index import SearchIndex
 from toolcrib.settings import Settings
 from toolcrib.store import audit as audit_store
 from toolcrib.store import connections as conn_store
+from toolcrib.store import handles as handle_store
+from toolcrib.store import results as result_store
 from toolcrib.store import policy as policy_store
 from toolcrib.store.connections import ConnectionRow, StoredTool
 from toolcrib.store.crypto import SecretBox, load_or_create_key
@@ -106,9 +108,16 @@ class Gateway:
     async def _load(self) -> None:
         """Catalogs of every connection into memory and the search index; dead calls marked unknown."""
         await audit_store.mark_unfinished_unknown(self.db)
+        await self.purge_expired()
         for row in await conn_store.list_connections(self.db):
             self.connections[row.name] = row
             self.install_catalog(row, await conn_store.load_catalog(self.db, row.name))
+
+    async def purge_expired(self) -> None:
+        """Forget action handles and stored results past their lifetime (R-5.10, R-12.3)."""
+        now = self.clock()
+        await handle_store.purge_handles(self.db, now - self.settings.handle_ttl_seconds)
+        await result_store.purge_results(self.db, now - self.settings.result_ttl_seconds)
 
     def install_catalog(self, row: ConnectionRow, stored: list[StoredTool]) -> None:
         """Make ``stored`` the live catalog of ``row`` (only active connections are searchable)."""
