@@ -54,7 +54,9 @@ def env_for(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def cli(db_url: str, *args: str, check: bool = True, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def cli(
+    db_url: str, *args: str, check: bool = True, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     """Run the real ``toolcrib`` command line."""
     return subprocess.run(
         [*TOOLCRIB, *args, "--database", db_url],

@@ -26,7 +26,9 @@ def settings_for(tmp_path: Path, **values: Any) -> Settings:
 
 
 @asynccontextmanager
-async def open_gateway(settings: Settings, clock: Callable[[], float] | None = None) -> AsyncIterator[Gateway]:
+async def open_gateway(
+    settings: Settings, clock: Callable[[], float] | None = None
+) -> AsyncIterator[Gateway]:
     kwargs = {"clock": clock} if clock is not None else {}
     async with Gateway.open(settings, **kwargs) as gw:
         yield gw
@@ -42,12 +44,14 @@ async def serve(gw: Gateway) -> AsyncIterator[str]:
     """Serve ``gw`` on a free loopback port; yields the base URL."""
     port = free_port()
     settings = gw.settings.model_copy(update={"port": port})
-    config = uvicorn.Config(create_app(settings, gateway=gw), host="127.0.0.1", port=port, log_level="warning")
+    config = uvicorn.Config(
+        create_app(settings, gateway=gw), host="127.0.0.1", port=port, log_level="warning"
+    )
     server = uvicorn.Server(config)
     async with anyio.create_task_group() as tg:
         tg.start_soon(server.serve)
         with anyio.fail_after(20):
-            while not server.started:
+            while not server.started:  # noqa: ASYNC110 - uvicorn offers a flag, not an event; bounded above
                 await anyio.sleep(0.02)
         try:
             yield f"http://127.0.0.1:{port}"

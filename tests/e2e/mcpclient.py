@@ -15,7 +15,10 @@ from mcp.client.streamable_http import streamable_http_client
 @asynccontextmanager
 async def connect(base_url: str, token: str) -> AsyncIterator[Client]:
     http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60)
-    async with http, Client(streamable_http_client(base_url + "/mcp", http_client=http), cache=None) as client:
+    async with (
+        http,
+        Client(streamable_http_client(base_url + "/mcp", http_client=http), cache=None) as client,
+    ):
         yield client
 
 

@@ -48,7 +48,8 @@ async def test_r4_2_catalog_over_5000_tools_is_refused_and_previous_catalog_stay
         state.write_text(json.dumps({"extra_tools": 5001}))
         row = await refresh_connection(gw, "desk")
         assert row.status == "error"
-        assert row.reason is not None and "5,000" in row.reason
+        assert row.reason is not None
+        assert "5,000" in row.reason
         assert set(gw.catalogs["desk"]) == before  # the previous catalog is kept, not live
         assert len(gw.index) == 0
         state.write_text(json.dumps({"extra_tools": 3}))
@@ -64,9 +65,11 @@ async def test_r4_1_list_changed_notification_resyncs_the_catalog(tmp_path: Path
         async with serve(gw) as base, connect(base, token) as client:
             await client.call_tool("execute_tool", {"tool": "desk__grow_catalog"})
             with anyio.fail_after(15):
-                while "quarterly_report" not in gw.catalogs["desk"]:
+                while "quarterly_report" not in gw.catalogs["desk"]:  # noqa: ASYNC110 - bounded above
                     await anyio.sleep(0.05)
-            found = gateway_payload(await client.call_tool("search_tools", {"query": "quarterly revenue report"}))
+            found = gateway_payload(
+                await client.call_tool("search_tools", {"query": "quarterly revenue report"})
+            )
     assert found["results"][0]["name"] == "desk__quarterly_report"
 
 
@@ -96,7 +99,9 @@ async def test_r5_10_another_members_handle_is_not_found(tmp_path: Path) -> None
                 found = gateway_payload(await client.call_tool("search_tools", {"query": "add two numbers"}))
             handle = found["results"][0]["action_id"]
             async with connect(base, bea) as client:
-                result = await client.call_tool("execute_tool", {"action_id": handle, "arguments": {"a": 1, "b": 2}})
+                result = await client.call_tool(
+                    "execute_tool", {"action_id": handle, "arguments": {"a": 1, "b": 2}}
+                )
     assert error_code(result) == "not_found"
 
 
@@ -135,7 +140,8 @@ async def test_r4_9_giant_tool_surface_is_small_clean_and_executes_exactly(tmp_p
                 await client.call_tool("search_tools", {"query": "bulk update records", "limit": 1})
             )
             card = found["results"][0]
-            assert card["name"] == f"desk__{GIANT_TOOL_NAME}" and card["complete"] is False
+            assert card["name"] == f"desk__{GIANT_TOOL_NAME}"
+            assert card["complete"] is False
             text = json.dumps(found, ensure_ascii=False).lower()
             assert not [m for m in LURE_MARKERS if m.lower() in text]
             assert _surface_bytes(found) < 3_000
@@ -155,9 +161,13 @@ async def test_r2_5_capability_surface_serves_the_same_engine(tmp_path: Path) ->
             names = [t.name for t in (await client.list_tools()).tools]
             assert names[:2] == ["discover_capability", "run_capability"]
             assert "search_tools" not in names
-            found = gateway_payload(await client.call_tool("discover_capability", {"intent": "add two numbers"}))
+            found = gateway_payload(
+                await client.call_tool("discover_capability", {"intent": "add two numbers"})
+            )
             handle = found["results"][0]["action_id"]
-            result = await client.call_tool("run_capability", {"actionId": handle, "params": {"a": 4, "b": 5}})
+            result = await client.call_tool(
+                "run_capability", {"actionId": handle, "params": {"a": 4, "b": 5}}
+            )
             assert payload(result) == {"sum": 9.0}
             assert error_code(await client.call_tool("search_tools", {"query": "x"})) == "not_found"
 
@@ -169,5 +179,7 @@ async def test_r2_1_endpoint_works_with_sessions_too(tmp_path: Path) -> None:
         async with serve(gw) as base, connect(base, token) as client:
             found = gateway_payload(await client.call_tool("search_tools", {"query": "add two numbers"}))
             handle = found["results"][0]["action_id"]
-            result = await client.call_tool("execute_tool", {"action_id": handle, "arguments": {"a": 1, "b": 1}})
+            result = await client.call_tool(
+                "execute_tool", {"action_id": handle, "arguments": {"a": 1, "b": 1}}
+            )
     assert payload(result) == {"sum": 2.0}

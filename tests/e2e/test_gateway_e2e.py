@@ -66,30 +66,38 @@ async def test_r2_2_tools_list_holds_no_connected_tool(org: Org) -> None:
 async def test_r3_1_search_finds_the_right_tool_first(org: Org, query: str, expected: str) -> None:
     found = payload(await call(org, "search_tools", {"query": query, "limit": 5}))
     names = [c["name"] for c in found["results"]]
-    assert names and names[0] in {expected, expected.replace("helpdesk__", "helpdesk-http__")}
+    assert names
+    assert names[0] in {expected, expected.replace("helpdesk__", "helpdesk-http__")}
     assert all(c["action_id"].startswith("act_") and len(c["action_id"]) == 30 for c in found["results"])
 
 
 async def test_r3_2_execute_returns_the_upstream_result_by_name_and_by_handle(org: Org) -> None:
-    by_name = payload(await call(org, "execute_tool", {"tool": "helpdesk__add_numbers", "arguments": {"a": 2, "b": 3}}))
+    by_name = payload(
+        await call(org, "execute_tool", {"tool": "helpdesk__add_numbers", "arguments": {"a": 2, "b": 3}})
+    )
     assert by_name == {"sum": 5.0}
     found = payload(await call(org, "search_tools", {"query": "current time timezone"}))
     handle = next(c["action_id"] for c in found["results"] if c["name"] == "time__get_current_time")
     result = payload(
         await call(org, "execute_tool", {"action_id": handle, "arguments": {"timezone": "Europe/Berlin"}})
     )
-    assert result["timezone"] == "Europe/Berlin" and "datetime" in result
+    assert result["timezone"] == "Europe/Berlin"
+    assert "datetime" in result
 
 
 async def test_r3_2_execute_over_streamable_http_upstream(org: Org) -> None:
     result = payload(
-        await call(org, "execute_tool", {"tool": "helpdesk-http__echo_message", "arguments": {"message": "hi"}})
+        await call(
+            org, "execute_tool", {"tool": "helpdesk-http__echo_message", "arguments": {"message": "hi"}}
+        )
     )
     assert result["received"] == {"message": "hi"}
 
 
 async def test_r4_4_aliased_argument_reaches_upstream_by_exact_provider_name(org: Org) -> None:
-    found = payload(await call(org, "search_tools", {"query": "create a support ticket helpdesk", "limit": 5}))
+    found = payload(
+        await call(org, "search_tools", {"query": "create a support ticket helpdesk", "limit": 5})
+    )
     card = next(c for c in found["results"] if c["name"] == "helpdesk__create_ticket")
     alias = next(i["name"] for i in card["inputs"] if i["name"].startswith("param_"))
     args = {"title": "printer on fire", alias: "ann@example.com"}
@@ -98,7 +106,9 @@ async def test_r4_4_aliased_argument_reaches_upstream_by_exact_provider_name(org
 
 
 async def test_r3_3_wrong_type_answers_invalid_arguments_with_pointer(org: Org) -> None:
-    result = await call(org, "execute_tool", {"tool": "helpdesk__add_numbers", "arguments": {"a": "two", "b": 3}})
+    result = await call(
+        org, "execute_tool", {"tool": "helpdesk__add_numbers", "arguments": {"a": "two", "b": 3}}
+    )
     assert error_code(result) == "invalid_arguments"
     assert [e["pointer"] for e in payload(result)["error"]["errors"]] == ["/a"]
 
@@ -107,7 +117,8 @@ async def test_r3_3_missing_required_answers_needs_input_naming_it(org: Org) -> 
     result = await call(org, "execute_tool", {"tool": "helpdesk__echo_message", "arguments": {}})
     assert error_code(result) == "needs_input"
     missing = payload(result)["error"]["missing"]
-    assert missing[0]["name"] == "message" and missing[0]["type"] == "string"
+    assert missing[0]["name"] == "message"
+    assert missing[0]["type"] == "string"
 
 
 async def test_r3_3_unknown_tool_answers_not_found(org: Org) -> None:
@@ -119,19 +130,26 @@ async def test_r3_3_unknown_tool_answers_not_found(org: Org) -> None:
 async def test_r13_2_crashed_stdio_upstream_errors_once_then_recovers(org: Org) -> None:
     crash = await call(org, "execute_tool", {"tool": "helpdesk__crash_server"})
     assert error_code(crash) == "upstream_error"
-    after = payload(await call(org, "execute_tool", {"tool": "helpdesk__add_numbers", "arguments": {"a": 1, "b": 1}}))
+    after = payload(
+        await call(org, "execute_tool", {"tool": "helpdesk__add_numbers", "arguments": {"a": 1, "b": 1}})
+    )
     assert after == {"sum": 2.0}
 
 
 async def test_r13_2_hanging_upstream_answers_upstream_timeout(org: Org) -> None:
-    result = await call(org, "execute_tool", {"tool": "helpdesk__slow_operation", "arguments": {"seconds": 30}})
+    result = await call(
+        org, "execute_tool", {"tool": "helpdesk__slow_operation", "arguments": {"seconds": 30}}
+    )
     assert error_code(result) == "upstream_timeout"
-    assert payload(await call(org, "execute_tool", {"tool": "helpdesk__add_numbers", "arguments": {"a": 1, "b": 2}}))
+    assert payload(
+        await call(org, "execute_tool", {"tool": "helpdesk__add_numbers", "arguments": {"a": 1, "b": 2}})
+    )
 
 
 async def test_r12_2_connection_secret_and_jwt_are_redacted(org: Org) -> None:
     result = payload(await call(org, "execute_tool", {"tool": "helpdesk__reveal_config"}))
-    assert result["api_key"] == "[REDACTED]" and result["session"] == "[REDACTED]"
+    assert result["api_key"] == "[REDACTED]"
+    assert result["session"] == "[REDACTED]"
     assert result["region"] == "eu-west-1"
 
 
@@ -174,7 +192,8 @@ def test_r13_1_upstream_command_that_does_not_exist_is_error_with_reason(org: Or
     cli(org.db_url, "connections", "add", "ghost", "--connector", "Ghost", "--command", "/no/such/server")
     rows = cli_json(org.db_url, "connections", "list")
     ghost = next(r for r in rows if r["name"] == "ghost")  # type: ignore[union-attr]
-    assert ghost["status"] == "error" and "/no/such/server" in ghost["reason"]
+    assert ghost["status"] == "error"
+    assert "/no/such/server" in ghost["reason"]
     assert httpx2.get(org.gateway.url + "/healthz").status_code == 200
 
 
@@ -183,4 +202,5 @@ def test_cli_search_and_call_use_the_same_pipeline(org: Org) -> None:
     out = cli_json(org.db_url, "search", "convert time between timezones")
     assert out["results"][0]["name"] == "time__convert_time"  # type: ignore[index]
     bad = cli(org.db_url, "call", "helpdesk__add_numbers", "--args", '{"a": "x", "b": 1}', check=False)
-    assert bad.returncode == 1 and "invalid_arguments" in bad.stderr
+    assert bad.returncode == 1
+    assert "invalid_arguments" in bad.stderr

@@ -50,7 +50,9 @@ def serve(
     from toolcrib.web.app import create_app
 
     settings = settings_for(database, host=host, port=port)
-    logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     console.print(f"toolcrib serving [bold]{settings.resource_url}/mcp[/bold]")
     uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="warning")
 

@@ -23,8 +23,8 @@ from toolcrib.settings import Settings
 from toolcrib.store import audit as audit_store
 from toolcrib.store import connections as conn_store
 from toolcrib.store import handles as handle_store
-from toolcrib.store import results as result_store
 from toolcrib.store import policy as policy_store
+from toolcrib.store import results as result_store
 from toolcrib.store.connections import ConnectionRow, StoredTool
 from toolcrib.store.crypto import SecretBox, load_or_create_key
 from toolcrib.store.database import Database
