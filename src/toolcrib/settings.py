@@ -60,6 +60,10 @@ class Settings(BaseSettings):
     idle_stop_seconds: float = 900.0
     """A stdio upstream unused this long is stopped; the next call starts it again (R-13.2)."""
 
+    catalog_poll_seconds: float = 2.0
+    """How often a gateway checks the database for connections changed by another process (the
+    CLI, another replica) and reloads their catalogs."""
+
     handle_ttl_seconds: int = 600
     """Lifetime of an action handle (R-5.10: 10 minutes)."""
 

@@ -44,3 +44,17 @@ async def test_r2_2_tools_list_is_byte_identical_with_1_and_50_connections(
 def test_r2_3_meta_tool_definitions_stay_under_4000_bytes(surface: str) -> None:
     size = len(json.dumps(meta_tool_definitions(surface), separators=(",", ":")).encode())
     assert size < 4000
+
+
+async def test_r15_2_connection_added_by_another_process_is_searchable_without_restart(
+    tmp_path: Path, fixture_http: Process
+) -> None:
+    settings = settings_for(tmp_path, catalog_poll_seconds=0)
+    async with open_gateway(settings) as serving, open_gateway(settings) as other:
+        token = await owner_token(serving)
+        assert "late" not in serving.connections
+        await add_connection(other, "late", connector="Helpdesk", url=fixture_http.url)
+        async with serve(serving) as base, connect(base, token) as client:
+            found = (await client.call_tool("search_tools", {"query": "add two numbers"})).structured_content
+    assert found is not None
+    assert [c["name"] for c in found["results"]][:1] == ["late__add_numbers"]

@@ -66,6 +66,7 @@ class Gateway:
         self._policy = PolicySnapshot()
         self.jwt_verifier: JWTVerifier | None = _jwt_verifier(settings)
         self.audit_rows_written = 0
+        self._last_poll = -1e18
 
     @classmethod
     @asynccontextmanager
@@ -109,9 +110,28 @@ class Gateway:
         """Catalogs of every connection into memory and the search index; dead calls marked unknown."""
         await audit_store.mark_unfinished_unknown(self.db)
         await self.purge_expired()
-        for row in await conn_store.list_connections(self.db):
-            self.connections[row.name] = row
-            self.install_catalog(row, await conn_store.load_catalog(self.db, row.name))
+        await self.sync_from_store(force=True)
+
+    async def sync_from_store(self, *, force: bool = False) -> None:
+        """Pick up connections another process changed (the CLI, another replica, R-15.2).
+
+        Polls the connections table at most every ``catalog_poll_seconds``; a connection whose
+        catalog version, status, label or update time differs from what this process holds has its
+        catalog reloaded from the store, and one that is gone is forgotten.
+        """
+        now = time.monotonic()
+        if not force and now - self._last_poll < self.settings.catalog_poll_seconds:
+            return
+        self._last_poll = now
+        rows = {row.name: row for row in await conn_store.list_connections(self.db)}
+        for name in set(self.connections) - set(rows):
+            self.forget_connection(name)
+            if self._upstreams is not None:
+                await self._upstreams.discard(name)
+        for name, row in rows.items():
+            held = self.connections.get(name)
+            if held is None or _version(held) != _version(row):
+                self.install_catalog(row, await conn_store.load_catalog(self.db, name))
 
     async def purge_expired(self) -> None:
         """Forget action handles and stored results past their lifetime (R-5.10, R-12.3)."""
@@ -199,6 +219,10 @@ class Gateway:
         """The classification of a tool (R-7.4), the admin override winning."""
         record = stored.record
         return classify(record.name, record.annotations, policy.overrides.get((record.account, record.name)))
+
+
+def _version(row: ConnectionRow) -> tuple[int, str, str, float]:
+    return (row.catalog_version, row.status, row.connector, row.updated_at)
 
 
 def _jwt_verifier(settings: Settings) -> JWTVerifier | None:
