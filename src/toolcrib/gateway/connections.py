@@ -10,8 +10,8 @@ from typing import Any
 from toolcrib.catalog.cards import build_card
 from toolcrib.catalog.normalize import normalize_catalog
 from toolcrib.errors import CatalogRefused, ConfigError, InBandError, NotFound, Restricted, StoreError
+from toolcrib.gateway import reach
 from toolcrib.gateway.core import Gateway
-from toolcrib.gateway.reach import decide
 from toolcrib.policy.gates import Principal
 from toolcrib.store import connections as store
 from toolcrib.store.connections import ConnectionRow, StoredTool
@@ -61,7 +61,7 @@ async def add_connection(
         raise ConfigError("a connector label is required")
     if actor is not None:
         rules = (await gw.policy()).rules
-        if not decide(rules, actor, account=name, connector=connector.strip(), where="connect").allowed:
+        if not reach.decide(rules, actor, account=name, connector=connector.strip(), where="connect").allowed:
             raise Restricted(f"connecting {connector!r} is withheld by a restriction")
     if name in gw.connections or await store.get_connection(gw.db, name):
         raise ConfigError(f"a connection named {name!r} already exists")
@@ -134,7 +134,7 @@ async def sync_connection(gw: Gateway, name: str) -> ConnectionRow:
 def _reachable(gw: Gateway, principal: Principal | None, row: ConnectionRow, rules: Any) -> bool:
     if principal is None:
         return True
-    return decide(
+    return reach.decide(
         rules, principal, account=row.name, connector=row.connector, where="list_connections"
     ).allowed
 

@@ -15,7 +15,7 @@ from typing import Any
 from toolcrib.errors import InvalidArguments, NotFound
 from toolcrib.gateway import audit, connections, diagnose, members, restrictions, results
 from toolcrib.gateway.core import Gateway
-from toolcrib.policy.gates import Principal, can_use_operation, require_operation
+from toolcrib.policy.gates import Principal, can_use_operation, require_execute, require_operation
 from toolcrib.policy.operations import permission_for
 from toolcrib.store.audit import AuditFilter
 
@@ -259,7 +259,13 @@ class ControlPlane:
                 out.append({"name": name, "description": op.description, "inputSchema": schema})
         return out
 
-    async def call(self, principal: Principal, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    async def call(
+        self, principal: Principal, name: str, arguments: dict[str, Any], *, over_mcp: bool = True
+    ) -> dict[str, Any]:
+        """Run one operation. Over MCP, ``tool:execute`` gates the whole endpoint first (R-7.2); the
+        REST face (``over_mcp=False``) asks only the operation's own permission and scope."""
+        if over_mcp:
+            require_execute(principal)
         op = self._ops.get(name)
         if op is None:
             raise NotFound(f"no operation {name!r}")

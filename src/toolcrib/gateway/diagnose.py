@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from toolcrib.gateway import reach
 from toolcrib.gateway.core import Gateway
-from toolcrib.gateway.reach import decide
 from toolcrib.gateway.search import visibility_of
 from toolcrib.policy.gates import Principal
-from toolcrib.policy.scopes import TOOLS_SCOPE
+from toolcrib.policy.scopes import TOOLS_SCOPE, scope_for
 
 __all__ = ["diagnose"]
 
@@ -23,7 +23,7 @@ async def diagnose(gw: Gateway, principal: Principal, name: str) -> dict[str, An
     row = gw.connections.get(account)
     reachable = (
         row is not None
-        and decide(
+        and reach.decide(
             policy.rules, principal, account=account, connector=row.connector, where="diagnose"
         ).allowed
     )
@@ -42,6 +42,8 @@ async def diagnose(gw: Gateway, principal: Principal, name: str) -> dict[str, An
     if tool and tool not in gw.catalogs.get(account, {}):
         return stop("tool_in_catalog", f"{account} has no tool {tool!r}; refresh the connection.")
     if tool:
+        if gw.risk_of(policy, gw.catalogs[account][tool]) == "forbidden":
+            return stop("tool_in_catalog", f"{name} is forbidden by the organization: no grant reaches it.")
         where = visibility_of(gw, principal, policy, name)
         if where == "restricted":
             return stop("tool_in_catalog", f"{name} is in the catalog but a restriction covers it for you.")
@@ -49,4 +51,11 @@ async def diagnose(gw: Gateway, principal: Principal, name: str) -> dict[str, An
     if TOOLS_SCOPE not in principal.scopes:
         return stop("grant_scope", f"Your grant lacks {TOOLS_SCOPE}: ask for a token with it.")
     checks.append(f"the grant holds {TOOLS_SCOPE}")
+    if tool:
+        needed = scope_for(gw.risk_of(policy, gw.catalogs[account][tool]))
+        if needed not in principal.scopes:
+            return stop(
+                "grant_scope", f"Your grant lacks {needed}, which {name} needs: ask for a token with it."
+            )
+        checks.append(f"the grant holds {needed}")
     return stop("none", "Every check passed.")

@@ -19,11 +19,11 @@ from toolcrib.errors import (
     SchemaChanged,
     UpstreamTimeout,
 )
-from toolcrib.gateway import audit
+from toolcrib.gateway import audit, reach
 from toolcrib.gateway.connections import spec_of
 from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.handles import resolve_handle
-from toolcrib.gateway.reach import Path, decide
+from toolcrib.gateway.reach import Path
 from toolcrib.gateway.results import shape_and_store
 from toolcrib.policy.gates import (
     Principal,
@@ -48,6 +48,7 @@ async def execute_tool(
     arguments: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Run one connected tool; returns the shaped upstream result or raises an in-band error."""
+    await gw.sync_from_store()
     # 1. resolve: a public name, or a handle (unknown / another member's: not_found; old: handle_expired)
     if (tool is None) == (action_id is None):
         raise InvalidArguments("name the tool by exactly one of `tool` or `action_id`")
@@ -135,4 +136,4 @@ def _locate(gw: Gateway, public_name: str) -> tuple[ConnectionRow, StoredTool]:
 
 
 def _decide(principal: Principal, row: ConnectionRow, tool: str, rules: Any, where: Path) -> Decision:
-    return decide(rules, principal, account=row.name, connector=row.connector, tool=tool, where=where)
+    return reach.decide(rules, principal, account=row.name, connector=row.connector, tool=tool, where=where)

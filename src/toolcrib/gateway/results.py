@@ -8,8 +8,8 @@ from typing import Any
 
 from toolcrib.auth.tokens import new_result_id
 from toolcrib.errors import NotFound, Restricted
+from toolcrib.gateway import reach
 from toolcrib.gateway.core import Gateway
-from toolcrib.gateway.reach import decide
 from toolcrib.gateway.shaping import attach_result_id, shape_result
 from toolcrib.policy.gates import Principal
 from toolcrib.store import results as store
@@ -57,7 +57,7 @@ async def read_result(
         raise NotFound("no such stored result")
     rules = (await gw.policy()).rules
     tool = row.operation.partition("__")[2]
-    decision = decide(
+    decision = reach.decide(
         rules, principal, account=row.account, connector=row.connector, tool=tool, where="result"
     )
     if not decision.allowed:

@@ -6,9 +6,9 @@ from typing import Any
 
 from toolcrib.catalog.budget import fit_search_response
 from toolcrib.catalog.cards import build_card
+from toolcrib.gateway import reach
 from toolcrib.gateway.core import Gateway, PolicySnapshot
 from toolcrib.gateway.handles import issue_handles
-from toolcrib.gateway.reach import decide
 from toolcrib.policy.gates import Principal, Visibility, require_execute, require_tools_scope, visibility
 
 __all__ = ["search_tools", "visibility_of"]
@@ -25,7 +25,7 @@ def visibility_of(gw: Gateway, principal: Principal, policy: PolicySnapshot, pub
     if row.status != "active":
         return "hidden"
     risk = gw.risk_of(policy, stored)
-    decision = decide(
+    decision = reach.decide(
         policy.rules,
         principal,
         account=row.name,
@@ -41,6 +41,7 @@ async def search_tools(gw: Gateway, principal: Principal, query: str, limit: int
     require_execute(principal)
     require_tools_scope(principal)
     limit = max(1, min(MAX_LIMIT, int(limit)))
+    await gw.sync_from_store()
     policy = await gw.policy()
     seen: dict[str, Visibility] = {}
 

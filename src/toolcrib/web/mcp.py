@@ -16,7 +16,7 @@ from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.execute import execute_tool
 from toolcrib.gateway.search import search_tools
 from toolcrib.gateway.surface import SURFACES, meta_tool_definitions
-from toolcrib.policy.gates import Principal, lists_tools
+from toolcrib.policy.gates import Principal, lists_tools, require_execute
 from toolcrib.web.telemetry import Telemetry
 
 __all__ = ["PRINCIPAL_KEY", "build_mcp_server"]
@@ -62,6 +62,7 @@ def build_mcp_server(gw: Gateway, control: ControlPlane, telemetry: Telemetry) -
         return types.ListToolsResult(tools=tools)
 
     async def dispatch(principal: Principal, name: str, args: dict[str, Any]) -> types.CallToolResult:
+        require_execute(principal)  # the endpoint gate, ahead of every name, handle and scope
         if name == surface.search:
             query = args.get(surface.query_arg)
             if not isinstance(query, str) or not query.strip():

@@ -74,7 +74,7 @@ def rest_routes(prefix: str, principal_key: str) -> list[Route]:
         except ValueError as exc:
             return JSONResponse({"error": {"code": "invalid_arguments", "message": str(exc)}}, 400)
         try:
-            return JSONResponse(await control.call(principal, name, body))
+            return JSONResponse(await control.call(principal, name, body, over_mcp=False))
         except InBandError as exc:
             return JSONResponse(exc.to_payload(), _STATUS.get(exc.code, 502))
         except ToolcribError as exc:

@@ -1,0 +1,797 @@
+"""Governance end to end (issue #5): roles, scopes, restrictions, frozen values, grants, the control plane.
+
+Every test drives a real gateway served over real HTTP (uvicorn on loopback, in the test's loop) with
+the official MCP SDK client, in front of the real fixture MCP server over Streamable HTTP.
+SPEC sections 2 (R-2.4), 5 (R-5.1), 6, 7, 8, 9, 10.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import jwt
+import pydantic
+import pytest
+from cryptography.hazmat.primitives.asymmetric import rsa
+from jwt.algorithms import RSAAlgorithm
+from mcp.client import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+
+from tests.conftest import Process, cli, free_port
+from tests.e2e.inprocess import open_gateway, owner_token, serve, settings_for
+from tests.e2e.mcpclient import connect, error_code, gateway_payload, payload
+from toolcrib.gateway import members, reach, restrictions
+from toolcrib.gateway.connections import add_connection
+from toolcrib.gateway.core import Gateway
+from toolcrib.policy.restrictions import Decision
+from toolcrib.settings import Settings
+
+pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
+
+ALL_SCOPES = "mcp:tools mcp:read mcp:write mcp:destructive"
+PREFIX = "toolcrib__"
+READ_TOOL = "desk__get_request_headers"  # readOnlyHint and a read verb: classified read (R-7.4)
+
+
+# --- an organization served in-process ---------------------------------------------------------
+
+
+@dataclass
+class Org:
+    gw: Gateway
+    base: str
+    owner: str
+    upstream: str
+    db_url: str
+    _members: set[str] = field(default_factory=set)
+
+    async def token(self, name: str, role: str = "member", scopes: str = ALL_SCOPES) -> str:
+        """A fresh personal access token of ``name`` (created with ``role`` on first use)."""
+        if name not in self._members:
+            await members.add_member(self.gw, name, role)
+            self._members.add(name)
+        _, token = await members.create_token(self.gw, name, scopes)
+        return token
+
+    async def call(self, token: str, name: str, arguments: dict[str, Any] | None = None) -> Any:
+        async with connect(self.base, token) as client:
+            return await client.call_tool(name, arguments or {})
+
+    async def execute(self, token: str, tool: str, arguments: dict[str, Any] | None = None) -> Any:
+        return await self.call(token, "execute_tool", {"tool": tool, "arguments": arguments or {}})
+
+    async def search(self, token: str, query: str) -> dict[str, Any]:
+        return gateway_payload(await self.call(token, "search_tools", {"query": query, "limit": 5}))
+
+    async def control(self, token: str, operation: str, arguments: dict[str, Any] | None = None) -> Any:
+        result = await self.call(token, PREFIX + operation, arguments)
+        assert not result.is_error, result
+        return gateway_payload(result)["result"]
+
+    async def listed(self, token: str) -> list[str]:
+        async with connect(self.base, token) as client:
+            return [t.name for t in (await client.list_tools()).tools]
+
+    async def block(self, **rule: Any) -> str:
+        return (await restrictions.add_restriction(self.gw, effect="block", **rule)).id
+
+    async def allow(self, **rule: Any) -> str:
+        return (await restrictions.add_restriction(self.gw, effect="allow", **rule)).id
+
+
+@asynccontextmanager
+async def organization(
+    tmp_path: Path, upstream: Process, clock: Callable[[], float] | None = None, **values: Any
+) -> AsyncIterator[Org]:
+    """Owner, one HTTP connection ``desk`` to the fixture server; policy re-read on every call
+    unless ``policy_cache_seconds`` is given."""
+    settings = settings_for(tmp_path, **{"policy_cache_seconds": 0, "connect_timeout_seconds": 5, **values})
+    async with open_gateway(settings, clock) as gw:
+        owner = await owner_token(gw)
+        row = await add_connection(gw, "desk", connector="Helpdesk", url=upstream.url)
+        assert row.status == "active", row.reason
+        async with serve(gw) as base:
+            yield Org(gw, base, owner, upstream.url, settings.database_url)
+
+
+def names_of(found: dict[str, Any]) -> list[str]:
+    return [card["name"] for card in found["results"]]
+
+
+def error_of(result: Any) -> dict[str, Any]:
+    assert result.is_error, result
+    return dict(gateway_payload(result)["error"])
+
+
+async def rpc(base: str, token: str | None, method: str, params: dict[str, Any]) -> httpx2.Response:
+    """One raw JSON-RPC POST to ``/mcp`` (stateless), to see the HTTP status itself."""
+    headers = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-06-18"}
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+    async with httpx2.AsyncClient(timeout=30) as http:
+        return await http.post(base + "/mcp", json=body, headers=headers)
+
+
+def add_call(tool: str = "desk__add_numbers") -> dict[str, Any]:
+    return {"name": "execute_tool", "arguments": {"tool": tool, "arguments": {"a": 1, "b": 2}}}
+
+
+# --- R-7.2: tool:execute gates the whole endpoint -----------------------------------------------
+
+
+async def test_r7_2_guest_sees_an_empty_tools_list_and_every_call_needs_tool_execute(
+    tmp_path: Path, fixture_http: Process
+) -> None:
+    async with organization(tmp_path, fixture_http) as org:
+        guest = await org.token("gus", "guest", ALL_SCOPES)
+        assert await org.listed(guest) == []
+        calls: list[tuple[str, dict[str, Any]]] = [
+            ("search_tools", {"query": "add two numbers"}),
+            ("execute_tool", {"tool": "desk__add_numbers", "arguments": {"a": 1, "b": 2}}),
+            (PREFIX + "connections__list", {}),
+            (PREFIX + "tools__diagnose", {"name": "desk__add_numbers"}),
+            ("no_such_tool", {}),
+            ("execute_tool", {"action_id": "act_" + "a" * 26}),
+        ]
+        for name, arguments in calls:
+            error = error_of(await org.call(guest, name, arguments))
+            assert (error["code"], error["permission"]) == ("permission_required", "tool:execute"), name
+        # An auditor holds audit:read but not tool:execute: nothing over MCP, its operation over REST.
+        auditor = await org.token("ada", "auditor", ALL_SCOPES)
+        assert await org.listed(auditor) == []
+        error = error_of(await org.call(auditor, PREFIX + "audit__search", {}))
+        assert (error["code"], error["permission"]) == ("permission_required", "tool:execute")
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {auditor}"}) as http:
+            assert (await http.post(org.base + "/api/audit/search", json={})).status_code == 200
+
+
+# --- R-7.3: scopes by classification ------------------------------------------------------------
+
+
+async def test_r7_3_read_grant_finds_read_tools_only_and_needs_write_or_destructive_scope_by_name(
+    tmp_path: Path, fixture_http: Process
+) -> None:
+    async with organization(tmp_path, fixture_http) as org:
+        reader = await org.token("mia", "member", "mcp:tools,mcp:read")
+        assert names_of(await org.search(reader, "get the request headers"))[0] == READ_TOOL
+        assert payload(await org.execute(reader, READ_TOOL))["transport"] == "http"
+        # add_numbers carries readOnlyHint, but "add" is a write verb: the most dangerous wins (R-7.4).
+        for query, tool in [
+            ("add two numbers", "desk__add_numbers"),
+            ("echo a message back", "desk__echo_message"),
+            ("create a support ticket", "desk__create_ticket"),
+        ]:
+            found = await org.search(reader, query)
+            assert tool not in names_of(found)
+            assert tool not in found["restricted"]
+            assert tool in names_of(await org.search(org.owner, query))  # it is there for a writer
+            error = error_of(await org.execute(reader, tool, {"a": 1, "b": 2, "message": "m", "title": "t"}))
+            assert (error["code"], error["scope"]) == ("scope_required", "mcp:write")
+        writer = await org.token("mia", scopes="mcp:tools mcp:read mcp:write")
+        error = error_of(await org.execute(writer, "desk__delete_ticket", {"ticket_id": "T-1"}))
+        assert (error["code"], error["scope"]) == ("scope_required", "mcp:destructive")
+        destroyer = await org.token("mia", scopes="mcp:tools mcp:destructive")
+        deleted = payload(await org.execute(destroyer, "desk__delete_ticket", {"ticket_id": "T-1"}))
+        assert deleted["received"] == {"ticket_id": "T-1"}
+        no_tools = await org.token("mia", scopes="mcp:read mcp:write mcp:destructive")
+        for name, arguments in [("search_tools", {"query": "add numbers"}), tuple(add_call().values())]:
+            error = error_of(await org.call(no_tools, name, arguments))
+            assert (error["code"], error["scope"]) == ("scope_required", "mcp:tools")
+
+
+# --- R-8: restrictions --------------------------------------------------------------------------
+
+
+async def test_r8_3_role_glob_block_and_user_block_withhold_tools_by_name_only(
+    tmp_path: Path, fixture_http: Process
+) -> None:
+    async with organization(tmp_path, fixture_http) as org:
+        mia = await org.token("mia")
+        bo = await org.token("bo")
+        await org.block(target_kind="role", target="member", account="desk", tool="delete_*")
+        await org.block(target_kind="user", target="mia", account="desk", tool="create_ticket")
+        for token, query, tool in [
+            (mia, "delete a support ticket", "desk__delete_ticket"),
+            (mia, "create a support ticket", "desk__create_ticket"),
+            (bo, "delete a support ticket", "desk__delete_ticket"),
+        ]:
+            found = await org.search(token, query)
+            assert tool in found["restricted"]
+            assert tool not in names_of(found)
+            assert all(isinstance(name, str) for name in found["restricted"])  # a name: no schema, no handle
+            assert "support ticket." not in json.dumps(found["restricted"])
+            assert (
+                error_code(await org.execute(token, tool, {"title": "t", "ticket_id": "T-1"})) == "restricted"
+            )
+        # The user block is mia's alone; the owner's role has no rules at all.
+        created = payload(await org.execute(bo, "desk__create_ticket", {"title": "printer"}))
+        assert created["received"] == {"title": "printer"}
+        gone = payload(await org.execute(org.owner, "desk__delete_ticket", {"ticket_id": "T-9"}))
+        assert gone["received"] == {"ticket_id": "T-9"}
+
+
+async def test_r8_2_role_allowlist_naming_one_tool_withholds_every_other_tool_and_account(
+    tmp_path: Path, fixture_http: Process
+) -> None:
+    async with organization(tmp_path, fixture_http) as org:
+        await add_connection(org.gw, "desk-two", connector="Helpdesk", url=org.upstream)
+        mia = await org.token("mia")
+        await org.allow(target_kind="role", target="member", account="desk", tool="add_numbers")
+        assert payload(await org.execute(mia, "desk__add_numbers", {"a": 1, "b": 1})) == {"sum": 2.0}
+        for tool in ("desk__echo_message", "desk-two__add_numbers"):
+            assert error_code(await org.execute(mia, tool, {"a": 1, "b": 1, "message": "m"})) == "restricted"
+        found = await org.search(mia, "add two numbers")
+        assert names_of(found) == ["desk__add_numbers"]
+        assert "desk-two__add_numbers" in found["restricted"]
+        listed = await org.control(mia, "connections__list")
+        assert [c["name"] for c in listed] == ["desk"]
+        everything = await org.control(org.owner, "connections__list")  # the owner's role has no allowlist
+        assert sorted(c["name"] for c in everything) == ["desk", "desk-two"]
+
+
+async def test_r8_2_allow_rule_naming_nothing_denies_everything(
+    tmp_path: Path, fixture_http: Process
+) -> None:
+    async with organization(tmp_path, fixture_http) as org:
+        mia = await org.token("mia")
+        assert payload(await org.execute(mia, "desk__add_numbers", {"a": 1, "b": 1})) == {"sum": 2.0}
+        await org.allow(target_kind="role", target="member")
+        assert error_code(await org.execute(mia, "desk__add_numbers", {"a": 1, "b": 1})) == "restricted"
+        found = await org.search(mia, "add two numbers")
+        assert found["results"] == []
+        assert "desk__add_numbers" in found["restricted"]
+        assert await org.control(mia, "connections__list") == []
+
+
+async def test_r8_2_user_layer_only_narrows_what_the_role_layer_allows(
+    tmp_path: Path, fixture_http: Process
+) -> None:
+    async with organization(tmp_path, fixture_http) as org:
+        mia = await org.token("mia")
+        bo = await org.token("bo")
+        await org.allow(target_kind="role", target="member", account="desk", tool="add_numbers")
+        await org.allow(target_kind="role", target="member", account="desk", tool="create_ticket")
+        # mia's own allowlist names a tool the role withholds, and one the role allows.
+        await org.allow(target_kind="user", target="mia", account="desk", tool="echo_message")
+        await org.allow(target_kind="user", target="mia", account="desk", tool="add_numbers")
+        assert error_code(await org.execute(mia, "desk__echo_message", {"message": "m"})) == "restricted"
+        assert payload(await org.execute(mia, "desk__add_numbers", {"a": 1, "b": 1})) == {"sum": 2.0}
+        assert error_code(await org.execute(mia, "desk__create_ticket", {"title": "t"})) == "restricted"
+        assert payload(await org.execute(bo, "desk__create_ticket", {"title": "t"}))["received"] == {
+            "title": "t"
+        }
+        # A user block narrows further; nothing in the user layer loosens a role block.
+        await org.block(target_kind="user", target="mia", account="desk", tool="add_*")
+        assert error_code(await org.execute(mia, "desk__add_numbers", {"a": 1, "b": 1})) == "restricted"
+
+
+# --- R-9.1: frozen parameters -------------------------------------------------------------------
+
+
+async def test_r9_1_frozen_parameter_leaves_the_card_and_its_value_always_reaches_upstream(
+    tmp_path: Path, fixture_http: Process
+) -> None:
+    async with organization(tmp_path, fixture_http) as org:
+        mia = await org.token("mia")
+        frozen = ["frozen", "set", "desk", "create_ticket", "priority", '"high"']
+        await anyio.to_thread.run_sync(lambda: cli(org.db_url, *frozen))
+        card = next(c for c in (await org.search(mia, "create a support ticket"))["results"])
+        assert card["name"] == "desk__create_ticket"
+        assert "priority" not in [i["name"] for i in card["inputs"]]
+        assert "title" in json.dumps(card["inputs"])
+        for sent in ({"title": "printer"}, {"title": "printer", "priority": "low"}):
+            result = payload(await org.execute(mia, "desk__create_ticket", sent))
+            assert result["received"] == {"title": "printer", "priority": "high"}
+        by_handle = payload(
+            await org.call(
+                mia,
+                "execute_tool",
+                {"action_id": card["action_id"], "arguments": {"title": "t", "priority": "low"}},
+            )
+        )
+        assert by_handle["received"]["priority"] == "high"
+
+
+async def test_r9_1_frozen_required_field_counts_as_supplied(tmp_path: Path, fixture_http: Process) -> None:
+    async with organization(tmp_path, fixture_http) as org:
+        mia = await org.token("mia")
+        assert error_code(await org.execute(mia, "desk__echo_message", {})) == "needs_input"
+        await restrictions.set_frozen(org.gw, "desk", "echo_message", "message", "from the admin")
+        result = payload(await org.execute(mia, "desk__echo_message", {}))
+        assert result["received"] == {"message": "from the admin"}
+        card = next(c for c in (await org.search(mia, "echo a message back"))["results"])
+        assert "message" not in [i["name"] for i in card["inputs"]]
+
+
+# --- R-7.6: revocation, suspension and removal on the next call; restrictions within the TTL -----
+
+
+async def test_r7_6_revoked_token_suspended_and_removed_member_fail_on_the_very_next_call(
+    tmp_path: Path, fixture_http: Process
+) -> None:
+    async with organization(tmp_path, fixture_http) as org:
+        revoked = await org.token("rex")
+        suspended = await org.token("sue")
+        removed = await org.token("rem")
+        grant_id = next(g.id for g in await members.list_tokens(org.gw, "rex"))
+        cuts: list[tuple[str, Callable[[], Any]]] = [
+            (revoked, lambda: members.revoke_token(org.gw, grant_id)),
+            (suspended, lambda: members.suspend_member(org.gw, "sue")),
+            (removed, lambda: members.remove_member(org.gw, "rem")),
+        ]
+        for token, cut in cuts:
+            before = await rpc(org.base, token, "tools/call", add_call())
+            assert before.status_code == 200
+            assert not before.json()["result"]["isError"]
+            await cut()
+            after = await rpc(org.base, token, "tools/call", add_call())
+            assert after.status_code == 401
+            assert 'error="invalid_token"' in after.headers["www-authenticate"]
+            assert (await rpc(org.base, token, "tools/list", {})).status_code == 401
+
+
+async def test_r7_6_revocation_reaches_an_open_client_session_on_its_next_call(
+    tmp_path: Path, fixture_http: Process
+) -> None:
+    async with organization(tmp_path, fixture_http) as org:
+        token = await org.token("rex")
+        statuses: list[int] = []
+
+        async def record(response: httpx2.Response) -> None:
+            statuses.append(response.status_code)
+
+        hooks = {"response": [record]}
+        http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60, event_hooks=hooks)
+        async with http, Client(streamable_http_client(org.base + "/mcp", http_client=http)) as client:
+            assert not (await client.call_tool(**add_call())).is_error
+            grant_id = next(g.id for g in await members.list_tokens(org.gw, "rex"))
+            await members.revoke_token(org.gw, grant_id)
+            statuses.clear()
+            with pytest.raises(MCPError):
+                await client.call_tool(**add_call())
+        assert statuses == [401]
+
+
+@dataclass
+class FakeClock:
+    now: float = field(default_factory=time.time)
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def test_r7_6_new_restriction_holds_once_the_policy_cache_time_has_passed(
+    tmp_path: Path, fixture_http: Process
+) -> None:
+    clock = FakeClock()
+    async with organization(tmp_path, fixture_http, clock, policy_cache_seconds=60) as org:
+        mia = await org.token("mia")
+        echo = ("desk__echo_message", {"message": "m"})
+        assert not (await org.execute(mia, *echo)).is_error
+        rule = await org.block(target_kind="role", target="member", account="desk", tool="echo_*")
+        clock.now += 30
+        early = await org.execute(mia, *echo)  # within the cache time the old decision may stand
+        assert not early.is_error or error_code(early) == "restricted"
+        clock.now += 31
+        assert error_code(await org.execute(mia, *echo)) == "restricted"
+        assert "desk__echo_message" in (await org.search(mia, "echo a message back"))["restricted"]
+        await restrictions.remove_restriction(org.gw, rule)
+        clock.now += 61
+        assert not (await org.execute(mia, *echo)).is_error
+
+
+def test_r7_6_policy_cache_time_over_120_seconds_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert Settings(policy_cache_seconds=120).policy_cache_seconds == 120
+    with pytest.raises(pydantic.ValidationError):
+        Settings(policy_cache_seconds=121)
+    monkeypatch.setenv("TOOLCRIB_POLICY_CACHE_SECONDS", "600")
+    with pytest.raises(pydantic.ValidationError):
+        Settings()
+
+
+# --- R-7.4: forbidden ---------------------------------------------------------------------------
+
+
+async def test_r7_4_forbidden_tool_is_hidden_everywhere_and_answers_forbidden_by_name(
+    tmp_path: Path, fixture_http: Process
+) -> None:
+    async with organization(tmp_path, fixture_http) as org:
+        mia = await org.token("mia")
+        await org.block(target_kind="role", target="member", account="desk", tool="delete_*")
+        query = "delete a support ticket"
+        assert "desk__delete_ticket" in names_of(await org.search(org.owner, query))
+        assert "desk__delete_ticket" in (await org.search(mia, query))["restricted"]
+        await anyio.to_thread.run_sync(
+            lambda: cli(org.db_url, "tools", "classify", "desk", "delete_ticket", "forbidden")
+        )
+        for token in (org.owner, mia):
+            found = await org.search(token, query)
+            assert "desk__delete_ticket" not in names_of(found) + found["restricted"]
+            assert (
+                error_code(await org.execute(token, "desk__delete_ticket", {"ticket_id": "1"})) == "forbidden"
+            )
+        diagnosis = await org.control(org.owner, "tools__diagnose", {"name": "desk__delete_ticket"})
+        assert diagnosis["stopped_at"] == "tool_in_catalog"
+
+
+# --- R-8.4: the one resolver at every gate ------------------------------------------------------
+
+GATES = ("list_connections", "connect", "search", "execute", "outbound", "result", "diagnose")
+
+
+async def test_r8_4_the_one_resolver_is_asked_on_every_path(
+    tmp_path: Path, fixture_http: Process, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked: list[str] = []
+    real = reach.decide
+
+    def spy(*args: Any, **kwargs: Any) -> Decision:
+        asked.append(kwargs["where"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(reach, "decide", spy)
+
+    async def asks(work: Any) -> set[str]:
+        asked.clear()
+        result = await work
+        assert not result.is_error, result
+        return set(asked)
+
+    async with organization(tmp_path, fixture_http) as org:
+        assert "list_connections" in await asks(org.call(org.owner, PREFIX + "connections__list"))
+        create = {"name": "desk-two", "connector": "Helpdesk", "url": org.upstream}
+        assert "connect" in await asks(org.call(org.owner, PREFIX + "connections__create", create))
+        assert "search" in await asks(org.call(org.owner, "search_tools", {"query": "add two numbers"}))
+        asked.clear()
+        cut = await org.execute(org.owner, "desk__big_result", {"kind": "array"})
+        assert {"execute", "outbound"} <= set(asked)
+        assert asked.index("execute") < asked.index("outbound")
+        result_id = payload(cut)["toolcrib_result_id"]
+        read = {"result_id": result_id, "offset": 0, "length": 100}
+        assert "result" in await asks(org.call(org.owner, PREFIX + "results__read", read))
+        assert "diagnose" in await asks(
+            org.call(org.owner, PREFIX + "tools__diagnose", {"name": "desk__add_numbers"})
+        )
+
+
+@pytest.mark.parametrize("gate", GATES)
+async def test_r8_4_a_refusal_of_the_resolver_stops_each_path(
+    tmp_path: Path, fixture_http: Process, monkeypatch: pytest.MonkeyPatch, gate: str
+) -> None:
+    real = reach.decide
+    async with organization(tmp_path, fixture_http) as org:
+        cut = await org.execute(org.owner, "desk__big_result", {"kind": "array"})
+        result_id = payload(cut)["toolcrib_result_id"]
+        audited = org.gw.audit_rows_written
+
+        def refuse_at_gate(*args: Any, **kwargs: Any) -> Decision:
+            if kwargs["where"] == gate:
+                return Decision(False, ("refused by the test",), ())
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(reach, "decide", refuse_at_gate)
+        if gate == "list_connections":
+            assert await org.control(org.owner, "connections__list") == []
+        elif gate == "connect":
+            create = {"name": "desk-two", "connector": "Helpdesk", "url": org.upstream}
+            assert (
+                error_code(await org.call(org.owner, PREFIX + "connections__create", create)) == "restricted"
+            )
+            assert "desk-two" not in org.gw.connections
+        elif gate == "search":
+            found = await org.search(org.owner, "add two numbers")
+            assert found["results"] == []
+            assert "desk__add_numbers" in found["restricted"]
+        elif gate in ("execute", "outbound"):
+            assert (
+                error_code(await org.execute(org.owner, "desk__add_numbers", {"a": 1, "b": 1}))
+                == "restricted"
+            )
+            assert org.gw.audit_rows_written == audited  # refused before the upstream call
+        elif gate == "result":
+            read = {"result_id": result_id}
+            assert error_code(await org.call(org.owner, PREFIX + "results__read", read)) == "restricted"
+        else:
+            diagnosis = await org.control(org.owner, "tools__diagnose", {"name": "desk__add_numbers"})
+            assert diagnosis["stopped_at"] == "connection_exists"
+
+
+# --- R-10.1, R-10.2, R-10.3, R-8.6: the control plane ------------------------------------------
+
+
+async def _listing_bytes(org: Org, token: str) -> int:
+    response = await rpc(org.base, token, "tools/list", {})
+    assert response.status_code == 200
+    tools = response.json()["result"]["tools"]
+    assert any(t["name"].startswith(PREFIX) for t in tools)
+    return len(json.dumps(tools, separators=(",", ":")).encode())
+
+
+async def test_r10_2_owner_listing_stays_under_12000_bytes_whatever_is_connected(
+    tmp_path: Path, fixture_http: Process
+) -> None:
+    async with organization(tmp_path, fixture_http) as org:
+        with_one = await _listing_bytes(org, org.owner)
+        for name in ("desk-two", "desk-three"):
+            assert (
+                await add_connection(org.gw, name, connector="Helpdesk", url=org.upstream)
+            ).status == "active"
+        with_three = await _listing_bytes(org, org.owner)
+    assert with_one == with_three < 12_000
+
+
+async def test_r10_1_tools_list_names_only_the_operations_the_caller_may_use(
+    tmp_path: Path, fixture_http: Process
+) -> None:
+    async with organization(tmp_path, fixture_http) as org:
+        member = await org.token("mia", "member", ALL_SCOPES)
+        listed = await org.listed(member)
+        assert listed[:2] == ["search_tools", "execute_tool"]
+        assert {n.removeprefix(PREFIX) for n in listed[2:]} == {
+            "connections__list",
+            "connections__get",
+            "results__read",
+            "tools__diagnose",
+        }
+        owner_ops = {n for n in await org.listed(org.owner) if n.startswith(PREFIX)}
+        assert PREFIX + "members__invite" in owner_ops
+        assert PREFIX + "members__remove" in owner_ops
+        admin_read = await org.token("ada", "admin", "mcp:tools mcp:read")
+        read_ops = {n.removeprefix(PREFIX) for n in await org.listed(admin_read) if n.startswith(PREFIX)}
+        assert {"members__list", "restrictions__explain", "audit__search"} <= read_ops
+        writes = {
+            "members__invite",
+            "connections__create",
+            "frozen__set",
+            "members__remove",
+            "grants__revoke",
+        }
+        assert not read_ops & writes
+        admin_write = await org.token("ada", scopes="mcp:read mcp:write")
+        write_ops = {n.removeprefix(PREFIX) for n in await org.listed(admin_write) if n.startswith(PREFIX)}
+        assert {"members__invite", "connections__create"} <= write_ops
+        assert not write_ops & {"members__remove", "grants__revoke", "connections__delete"}
+        # Each operation's permission and scope are enforced when it is called anyway.
+        error = error_of(await org.call(member, PREFIX + "members__list"))
+        assert (error["code"], error["permission"]) == ("permission_required", "members:read")
+        error = error_of(
+            await org.call(admin_read, PREFIX + "members__invite", {"name": "x", "role": "member"})
+        )
+        assert (error["code"], error["scope"]) == ("scope_required", "mcp:write")
+        assert "x" not in [m["name"] for m in await org.control(org.owner, "members__list")]
+
+
+async def test_r10_2_rest_api_serves_the_same_operations_with_the_same_checks(
+    tmp_path: Path, fixture_http: Process
+) -> None:
+    async with organization(tmp_path, fixture_http) as org:
+        member = await org.token("mia")
+        async with httpx2.AsyncClient(base_url=org.base, timeout=30) as http:
+            owner_answer = await http.post(
+                "/api/members/list", json={}, headers={"Authorization": f"Bearer {org.owner}"}
+            )
+            assert owner_answer.status_code == 200
+            assert {m["name"] for m in owner_answer.json()["result"]} == {"owner", "mia"}
+            refused = await http.post(
+                "/api/members/list", json={}, headers={"Authorization": f"Bearer {member}"}
+            )
+            assert refused.status_code == 403
+            assert refused.json()["error"]["code"] == "permission_required"
+            assert (await http.post("/api/members/list", json={})).status_code == 401
+            document = (await http.get("/api/openapi.json")).json()
+        operation_ids = {p["post"]["operationId"] for p in document["paths"].values()}
+        listed = {n for n in await org.listed(org.owner) if n.startswith(PREFIX)}
+        assert operation_ids == listed
+        assert "/api/members/list" in document["paths"]
+
+
+async def test_r8_6_explain_says_in_words_which_rule_decided(tmp_path: Path, fixture_http: Process) -> None:
+    async with organization(tmp_path, fixture_http) as org:
+        await org.token("mia")
+        rule = await org.block(target_kind="role", target="member", account="desk", tool="delete_*")
+        lines = await org.control(
+            org.owner, "restrictions__explain", {"user": "mia", "tool": "desk__delete_ticket"}
+        )
+        assert "withheld" in lines[0]
+        assert any(rule in line and "delete_*" in line for line in lines[1:])
+        allowed = await org.control(
+            org.owner, "restrictions__explain", {"user": "mia", "tool": "desk__add_numbers"}
+        )
+        assert "allowed" in allowed[0]
+        assert not any(rule in line for line in allowed)
+
+
+async def test_r10_3_diagnose_walks_the_checks_in_order_and_says_where_it_stopped(
+    tmp_path: Path, fixture_http: Process
+) -> None:
+    async with organization(tmp_path, fixture_http) as org:
+        dead = f"http://127.0.0.1:{free_port()}/mcp"
+        assert (await add_connection(org.gw, "dead", connector="Helpdesk", url=dead)).status == "error"
+        mia = await org.token("mia")
+        await org.block(target_kind="user", target="mia", account="desk", tool="delete_ticket")
+        no_tools = await org.token("mia", scopes="mcp:read")
+
+        async def stopped(token: str, name: str) -> str:
+            answer = await org.control(token, "tools__diagnose", {"name": name})
+            assert answer["reminder"]
+            return str(answer["stopped_at"])
+
+        assert await stopped(mia, "nowhere__anything") == "connection_exists"
+        assert await stopped(mia, "dead__add_numbers") == "connection_active"
+        assert await stopped(mia, "desk__no_such_tool") == "tool_in_catalog"
+        assert await stopped(mia, "desk__delete_ticket") == "tool_in_catalog"
+        assert await stopped(no_tools, "desk__add_numbers") == "grant_scope"
+        reader = await org.token("mia", scopes="mcp:tools mcp:read")
+        assert await stopped(reader, "desk__echo_message") == "grant_scope"  # a write tool: mcp:write
+        assert await stopped(reader, READ_TOOL) == "none"
+        assert await stopped(mia, "desk__add_numbers") == "none"
+
+
+# --- R-7.5: OAuth JWT grants against a real local issuer; R-2.4: RFC 9728 -------------------------
+
+ISSUER = "https://issuer.example.test"
+AUDIENCE = "https://gateway.example.test/mcp"
+
+
+@dataclass
+class Issuer:
+    """A JWKS endpoint on a loopback socket, and a signing key it publishes."""
+
+    url: str
+    key: rsa.RSAPrivateKey
+
+    def mint(self, subject: str, *, key: rsa.RSAPrivateKey | None = None, **claims: Any) -> str:
+        now = int(time.time())
+        body = {"iss": ISSUER, "aud": AUDIENCE, "sub": subject, "iat": now, "exp": now + 600}
+        body["scope"] = "mcp:tools mcp:read"
+        body.update(claims)
+        return jwt.encode(body, key or self.key, algorithm="RS256", headers={"kid": "k1"})
+
+
+@pytest.fixture(scope="module")
+def issuer() -> Iterator[Issuer]:
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    jwk = {**RSAAlgorithm.to_jwk(key.public_key(), as_dict=True), "kid": "k1", "use": "sig", "alg": "RS256"}
+    body = json.dumps({"keys": [jwk]}).encode()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
+    thread.start()
+    try:
+        yield Issuer(f"http://127.0.0.1:{server.server_address[1]}/jwks.json", key)
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+@pytest.fixture
+def oauth_env(issuer: Issuer, monkeypatch: pytest.MonkeyPatch) -> Issuer:
+    monkeypatch.setenv("TOOLCRIB_OAUTH_ISSUER", ISSUER)
+    monkeypatch.setenv("TOOLCRIB_OAUTH_JWKS_URL", issuer.url)
+    monkeypatch.setenv("TOOLCRIB_OAUTH_AUDIENCE", AUDIENCE)
+    return issuer
+
+
+async def test_r7_5_valid_jwt_of_a_member_lists_tools_and_runs_a_read_tool(
+    tmp_path: Path, fixture_http: Process, oauth_env: Issuer
+) -> None:
+    async with organization(tmp_path, fixture_http) as org:
+        await members.add_member(org.gw, "mia", "member")
+        token = oauth_env.mint("mia")
+        listed = await org.listed(token)
+        assert listed[:2] == ["search_tools", "execute_tool"]
+        assert names_of(await org.search(token, "get the request headers"))[0] == READ_TOOL
+        assert payload(await org.execute(token, READ_TOOL))["transport"] == "http"
+        # Short of a scope: answered in-band, not by HTTP.
+        error = error_of(await org.execute(token, "desk__echo_message", {"message": "m"}))
+        assert (error["code"], error["scope"]) == ("scope_required", "mcp:write")
+        no_tools = oauth_env.mint("mia", scope="mcp:read")
+        assert error_of(await org.call(no_tools, "search_tools", {"query": "add"}))["scope"] == "mcp:tools"
+
+
+@pytest.mark.parametrize(
+    ("claims", "reason"),
+    [
+        ({"signed_by_another_key": True}, "bad_signature"),
+        ({"aud": "https://elsewhere.example.test/mcp"}, "wrong_audience"),
+        ({"exp": int(time.time()) - 3600, "iat": int(time.time()) - 7200}, "expired"),
+    ],
+)
+async def test_r7_5_refused_jwt_is_401_with_www_authenticate_and_the_reason(
+    tmp_path: Path, fixture_http: Process, oauth_env: Issuer, claims: dict[str, Any], reason: str
+) -> None:
+    async with organization(tmp_path, fixture_http) as org:
+        await members.add_member(org.gw, "mia", "member")
+        other = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        key = other if claims.pop("signed_by_another_key", False) else None
+        token = oauth_env.mint("mia", key=key, **claims)
+        response = await rpc(org.base, token, "tools/list", {})
+        assert response.status_code == 401
+        challenge = response.headers["www-authenticate"]
+        assert challenge.startswith("Bearer ")
+        assert 'error="invalid_token"' in challenge
+        assert "resource_metadata=" in challenge
+        assert response.json()["error"] == "invalid_token"
+        assert reason in response.json()["message"]
+
+
+async def test_r7_5_jwt_of_someone_who_is_not_an_active_member_is_401(
+    tmp_path: Path, fixture_http: Process, oauth_env: Issuer
+) -> None:
+    async with organization(tmp_path, fixture_http) as org:
+        await members.add_member(org.gw, "sue", "member")
+        assert (await rpc(org.base, oauth_env.mint("nobody"), "tools/list", {})).status_code == 401
+        token = oauth_env.mint("sue")
+        assert (await rpc(org.base, token, "tools/list", {})).status_code == 200
+        await members.suspend_member(org.gw, "sue")
+        assert (await rpc(org.base, token, "tools/list", {})).status_code == 401
+
+
+async def test_r7_5_grants_are_never_passed_through_to_the_upstream(
+    tmp_path: Path, fixture_http: Process, oauth_env: Issuer
+) -> None:
+    async with organization(tmp_path, fixture_http) as org:
+        await add_connection(
+            org.gw,
+            "keyed",
+            connector="Helpdesk",
+            url=org.upstream,
+            headers={"X-Api-Key": "conn-key-0123456789"},
+        )
+        await members.add_member(org.gw, "mia", "member")
+        jwt_token = oauth_env.mint("mia")
+        pat = await org.token("bo")
+        for token in (jwt_token, pat, org.owner):
+            for account in ("desk", "keyed"):
+                seen = payload(await org.execute(token, f"{account}__get_request_headers"))
+                assert seen["transport"] == "http"
+                headers = seen["headers"]
+                assert "authorization" not in headers, headers
+                assert token not in json.dumps(headers)
+                assert token[-12:] not in json.dumps(headers)
+        # The connection's own header does reach its upstream (and is redacted on the way back).
+        assert "x-api-key" in payload(await org.execute(pat, "keyed__get_request_headers"))["headers"]
+
+
+async def test_r2_4_protected_resource_metadata_and_the_401_challenge_point_at_each_other(
+    tmp_path: Path, fixture_http: Process, oauth_env: Issuer
+) -> None:
+    async with organization(tmp_path, fixture_http) as org:
+        response = await rpc(org.base, None, "tools/list", {})
+        assert response.status_code == 401
+        challenge = response.headers["www-authenticate"]
+        assert challenge.startswith("Bearer ")
+        assert "error=" not in challenge
+        metadata_url = challenge.split('resource_metadata="', 1)[1].split('"', 1)[0]
+        async with httpx2.AsyncClient(timeout=30) as http:
+            document = (await http.get(metadata_url)).json()
+        assert document["resource"] == org.base + "/mcp"
+        assert document["authorization_servers"] == [ISSUER]
+        assert {"mcp:tools", "mcp:read", "mcp:write", "mcp:destructive"} <= set(document["scopes_supported"])
+        assert document["bearer_methods_supported"] == ["header"]
+        async with httpx2.AsyncClient(timeout=30) as http:  # RFC 9728 section 3.1: the resource's own path
+            assert (await http.get(org.base + "/.well-known/oauth-protected-resource/mcp")).json() == document
