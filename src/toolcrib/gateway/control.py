@@ -22,7 +22,6 @@ from toolcrib.store.audit import AuditFilter
 __all__ = ["ControlPlane"]
 
 Handler = Callable[[Gateway, Principal, dict[str, Any]], Awaitable[Any]]
-S = {"type": "string"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +37,10 @@ class Operation:
 def _op(
     resource: str, operation: str, description: str, props: str = "", required: str = ""
 ) -> Callable[[Handler], Operation]:
-    properties = dict.fromkeys(props.split(), S) if props else {}
+    properties: dict[str, Any] = {}
+    for prop in props.split():  # "name" is a string argument, "name:integer" an integer one
+        name, _, kind = prop.partition(":")
+        properties[name] = {"type": kind or "string"}
 
     def wrap(handler: Handler) -> Operation:
         return Operation(resource, operation, description, properties, tuple(required.split()), handler)
@@ -219,7 +221,13 @@ async def _a_search(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
     return await audit.search_audit(gw, p, f)
 
 
-@_op("results", "read", "Page through a stored full result.", "result_id offset length", "result_id")
+@_op(
+    "results",
+    "read",
+    "Page through a stored full result.",
+    "result_id offset:integer length:integer",
+    "result_id",
+)
 async def _res_read(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
     return await results.read_result(
         gw, p, a["result_id"], int(a.get("offset") or 0), int(a.get("length") or 32_000)
