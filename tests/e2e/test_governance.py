@@ -8,124 +8,29 @@ SPEC sections 2 (R-2.4), 5 (R-5.1), 6, 7, 8, 9, 10.
 from __future__ import annotations
 
 import json
-import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import asynccontextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import anyio
 import httpx2
-import jwt
 import pydantic
 import pytest
-from cryptography.hazmat.primitives.asymmetric import rsa
-from jwt.algorithms import RSAAlgorithm
 from mcp.client import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from tests.conftest import Process, cli, free_port
-from tests.e2e.inprocess import open_gateway, owner_token, serve, settings_for
-from tests.e2e.mcpclient import connect, error_code, gateway_payload, payload
+from tests.e2e.mcpclient import error_code, payload
+from tests.e2e.org import ALL_SCOPES, PREFIX, READ_TOOL, Org, add_call, error_of, names_of, organization, rpc
 from toolcrib.gateway import members, reach, restrictions
 from toolcrib.gateway.connections import add_connection
-from toolcrib.gateway.core import Gateway
 from toolcrib.policy.restrictions import Decision
 from toolcrib.settings import Settings
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
-
-ALL_SCOPES = "mcp:tools mcp:read mcp:write mcp:destructive"
-PREFIX = "toolcrib__"
-READ_TOOL = "desk__get_request_headers"  # readOnlyHint and a read verb: classified read (R-7.4)
-
-
-# --- an organization served in-process ---------------------------------------------------------
-
-
-@dataclass
-class Org:
-    gw: Gateway
-    base: str
-    owner: str
-    upstream: str
-    db_url: str
-    _members: set[str] = field(default_factory=set)
-
-    async def token(self, name: str, role: str = "member", scopes: str = ALL_SCOPES) -> str:
-        """A fresh personal access token of ``name`` (created with ``role`` on first use)."""
-        if name not in self._members:
-            await members.add_member(self.gw, name, role)
-            self._members.add(name)
-        _, token = await members.create_token(self.gw, name, scopes)
-        return token
-
-    async def call(self, token: str, name: str, arguments: dict[str, Any] | None = None) -> Any:
-        async with connect(self.base, token) as client:
-            return await client.call_tool(name, arguments or {})
-
-    async def execute(self, token: str, tool: str, arguments: dict[str, Any] | None = None) -> Any:
-        return await self.call(token, "execute_tool", {"tool": tool, "arguments": arguments or {}})
-
-    async def search(self, token: str, query: str) -> dict[str, Any]:
-        return gateway_payload(await self.call(token, "search_tools", {"query": query, "limit": 5}))
-
-    async def control(self, token: str, operation: str, arguments: dict[str, Any] | None = None) -> Any:
-        result = await self.call(token, PREFIX + operation, arguments)
-        assert not result.is_error, result
-        return gateway_payload(result)["result"]
-
-    async def listed(self, token: str) -> list[str]:
-        async with connect(self.base, token) as client:
-            return [t.name for t in (await client.list_tools()).tools]
-
-    async def block(self, **rule: Any) -> str:
-        return (await restrictions.add_restriction(self.gw, effect="block", **rule)).id
-
-    async def allow(self, **rule: Any) -> str:
-        return (await restrictions.add_restriction(self.gw, effect="allow", **rule)).id
-
-
-@asynccontextmanager
-async def organization(
-    tmp_path: Path, upstream: Process, clock: Callable[[], float] | None = None, **values: Any
-) -> AsyncIterator[Org]:
-    """Owner, one HTTP connection ``desk`` to the fixture server; policy re-read on every call
-    unless ``policy_cache_seconds`` is given."""
-    settings = settings_for(tmp_path, **{"policy_cache_seconds": 0, "connect_timeout_seconds": 5, **values})
-    async with open_gateway(settings, clock) as gw:
-        owner = await owner_token(gw)
-        row = await add_connection(gw, "desk", connector="Helpdesk", url=upstream.url)
-        assert row.status == "active", row.reason
-        async with serve(gw) as base:
-            yield Org(gw, base, owner, upstream.url, settings.database_url)
-
-
-def names_of(found: dict[str, Any]) -> list[str]:
-    return [card["name"] for card in found["results"]]
-
-
-def error_of(result: Any) -> dict[str, Any]:
-    assert result.is_error, result
-    return dict(gateway_payload(result)["error"])
-
-
-async def rpc(base: str, token: str | None, method: str, params: dict[str, Any]) -> httpx2.Response:
-    """One raw JSON-RPC POST to ``/mcp`` (stateless), to see the HTTP status itself."""
-    headers = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-06-18"}
-    if token is not None:
-        headers["Authorization"] = f"Bearer {token}"
-    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
-    async with httpx2.AsyncClient(timeout=30) as http:
-        return await http.post(base + "/mcp", json=body, headers=headers)
-
-
-def add_call(tool: str = "desk__add_numbers") -> dict[str, Any]:
-    return {"name": "execute_tool", "arguments": {"tool": tool, "arguments": {"a": 1, "b": 2}}}
 
 
 # --- R-7.2: tool:execute gates the whole endpoint -----------------------------------------------
@@ -637,161 +542,3 @@ async def test_r10_3_diagnose_walks_the_checks_in_order_and_says_where_it_stoppe
         assert await stopped(reader, "desk__echo_message") == "grant_scope"  # a write tool: mcp:write
         assert await stopped(reader, READ_TOOL) == "none"
         assert await stopped(mia, "desk__add_numbers") == "none"
-
-
-# --- R-7.5: OAuth JWT grants against a real local issuer; R-2.4: RFC 9728 -------------------------
-
-ISSUER = "https://issuer.example.test"
-AUDIENCE = "https://gateway.example.test/mcp"
-
-
-@dataclass
-class Issuer:
-    """A JWKS endpoint on a loopback socket, and a signing key it publishes."""
-
-    url: str
-    key: rsa.RSAPrivateKey
-
-    def mint(self, subject: str, *, key: rsa.RSAPrivateKey | None = None, **claims: Any) -> str:
-        now = int(time.time())
-        body = {"iss": ISSUER, "aud": AUDIENCE, "sub": subject, "iat": now, "exp": now + 600}
-        body["scope"] = "mcp:tools mcp:read"
-        body.update(claims)
-        return jwt.encode(body, key or self.key, algorithm="RS256", headers={"kid": "k1"})
-
-
-@pytest.fixture(scope="module")
-def issuer() -> Iterator[Issuer]:
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    jwk = {**RSAAlgorithm.to_jwk(key.public_key(), as_dict=True), "kid": "k1", "use": "sig", "alg": "RS256"}
-    body = json.dumps({"keys": [jwk]}).encode()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
-    thread.start()
-    try:
-        yield Issuer(f"http://127.0.0.1:{server.server_address[1]}/jwks.json", key)
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
-
-
-@pytest.fixture
-def oauth_env(issuer: Issuer, monkeypatch: pytest.MonkeyPatch) -> Issuer:
-    monkeypatch.setenv("TOOLCRIB_OAUTH_ISSUER", ISSUER)
-    monkeypatch.setenv("TOOLCRIB_OAUTH_JWKS_URL", issuer.url)
-    monkeypatch.setenv("TOOLCRIB_OAUTH_AUDIENCE", AUDIENCE)
-    return issuer
-
-
-async def test_r7_5_valid_jwt_of_a_member_lists_tools_and_runs_a_read_tool(
-    tmp_path: Path, fixture_http: Process, oauth_env: Issuer
-) -> None:
-    async with organization(tmp_path, fixture_http) as org:
-        await members.add_member(org.gw, "mia", "member")
-        token = oauth_env.mint("mia")
-        listed = await org.listed(token)
-        assert listed[:2] == ["search_tools", "execute_tool"]
-        assert names_of(await org.search(token, "get the request headers"))[0] == READ_TOOL
-        assert payload(await org.execute(token, READ_TOOL))["transport"] == "http"
-        # Short of a scope: answered in-band, not by HTTP.
-        error = error_of(await org.execute(token, "desk__echo_message", {"message": "m"}))
-        assert (error["code"], error["scope"]) == ("scope_required", "mcp:write")
-        no_tools = oauth_env.mint("mia", scope="mcp:read")
-        assert error_of(await org.call(no_tools, "search_tools", {"query": "add"}))["scope"] == "mcp:tools"
-
-
-@pytest.mark.parametrize(
-    ("claims", "reason"),
-    [
-        ({"signed_by_another_key": True}, "bad_signature"),
-        ({"aud": "https://elsewhere.example.test/mcp"}, "wrong_audience"),
-        ({"exp": int(time.time()) - 3600, "iat": int(time.time()) - 7200}, "expired"),
-    ],
-)
-async def test_r7_5_refused_jwt_is_401_with_www_authenticate_and_the_reason(
-    tmp_path: Path, fixture_http: Process, oauth_env: Issuer, claims: dict[str, Any], reason: str
-) -> None:
-    async with organization(tmp_path, fixture_http) as org:
-        await members.add_member(org.gw, "mia", "member")
-        other = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-        key = other if claims.pop("signed_by_another_key", False) else None
-        token = oauth_env.mint("mia", key=key, **claims)
-        response = await rpc(org.base, token, "tools/list", {})
-        assert response.status_code == 401
-        challenge = response.headers["www-authenticate"]
-        assert challenge.startswith("Bearer ")
-        assert 'error="invalid_token"' in challenge
-        assert "resource_metadata=" in challenge
-        assert response.json()["error"] == "invalid_token"
-        assert reason in response.json()["message"]
-
-
-async def test_r7_5_jwt_of_someone_who_is_not_an_active_member_is_401(
-    tmp_path: Path, fixture_http: Process, oauth_env: Issuer
-) -> None:
-    async with organization(tmp_path, fixture_http) as org:
-        await members.add_member(org.gw, "sue", "member")
-        assert (await rpc(org.base, oauth_env.mint("nobody"), "tools/list", {})).status_code == 401
-        token = oauth_env.mint("sue")
-        assert (await rpc(org.base, token, "tools/list", {})).status_code == 200
-        await members.suspend_member(org.gw, "sue")
-        assert (await rpc(org.base, token, "tools/list", {})).status_code == 401
-
-
-async def test_r7_5_grants_are_never_passed_through_to_the_upstream(
-    tmp_path: Path, fixture_http: Process, oauth_env: Issuer
-) -> None:
-    async with organization(tmp_path, fixture_http) as org:
-        await add_connection(
-            org.gw,
-            "keyed",
-            connector="Helpdesk",
-            url=org.upstream,
-            headers={"X-Api-Key": "conn-key-0123456789"},
-        )
-        await members.add_member(org.gw, "mia", "member")
-        jwt_token = oauth_env.mint("mia")
-        pat = await org.token("bo")
-        for token in (jwt_token, pat, org.owner):
-            for account in ("desk", "keyed"):
-                seen = payload(await org.execute(token, f"{account}__get_request_headers"))
-                assert seen["transport"] == "http"
-                headers = seen["headers"]
-                assert "authorization" not in headers, headers
-                assert token not in json.dumps(headers)
-                assert token[-12:] not in json.dumps(headers)
-        # The connection's own header does reach its upstream (and is redacted on the way back).
-        assert "x-api-key" in payload(await org.execute(pat, "keyed__get_request_headers"))["headers"]
-
-
-async def test_r2_4_protected_resource_metadata_and_the_401_challenge_point_at_each_other(
-    tmp_path: Path, fixture_http: Process, oauth_env: Issuer
-) -> None:
-    async with organization(tmp_path, fixture_http) as org:
-        response = await rpc(org.base, None, "tools/list", {})
-        assert response.status_code == 401
-        challenge = response.headers["www-authenticate"]
-        assert challenge.startswith("Bearer ")
-        assert "error=" not in challenge
-        metadata_url = challenge.split('resource_metadata="', 1)[1].split('"', 1)[0]
-        async with httpx2.AsyncClient(timeout=30) as http:
-            document = (await http.get(metadata_url)).json()
-        assert document["resource"] == org.base + "/mcp"
-        assert document["authorization_servers"] == [ISSUER]
-        assert {"mcp:tools", "mcp:read", "mcp:write", "mcp:destructive"} <= set(document["scopes_supported"])
-        assert document["bearer_methods_supported"] == ["header"]
-        async with httpx2.AsyncClient(timeout=30) as http:  # RFC 9728 section 3.1: the resource's own path
-            assert (await http.get(org.base + "/.well-known/oauth-protected-resource/mcp")).json() == document
