@@ -9,7 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import anyio
+
 from toolcrib.catalog.arguments import check_required, map_arguments, merge_frozen
+from toolcrib.catalog.records import ExactRecord
 from toolcrib.catalog.validation import validate_arguments
 from toolcrib.errors import (
     ConnectionInactive,
@@ -35,6 +38,7 @@ from toolcrib.policy.gates import (
 )
 from toolcrib.policy.restrictions import Decision
 from toolcrib.store.connections import ConnectionRow, StoredTool
+from toolcrib.upstream.session import UpstreamSpec
 
 __all__ = ["execute_tool"]
 
@@ -88,6 +92,34 @@ async def execute_tool(
     )
     # 14. tools/call upstream with a timeout; 15. the audit entry, opened before and closed after
     spec = spec_of(gw, row)
+    raw = await _call_audited(gw, principal, row, record, risk, exact, spec)
+    # 16. shape: redaction, then caps
+    return await shape_and_store(
+        gw,
+        principal,
+        raw,
+        secrets=spec.secret_values(),
+        operation=record.public_name,
+        account=row.name,
+        connector=row.connector,
+    )
+
+
+async def _call_audited(
+    gw: Gateway,
+    principal: Principal,
+    row: ConnectionRow,
+    record: ExactRecord,
+    risk: str,
+    exact: dict[str, Any],
+    spec: UpstreamSpec,
+) -> dict[str, Any]:
+    """Steps 14 and 15: the row is durable before the call and closed after it (R-11.1).
+
+    The account recorded is the connection the call is sent to. A call cut off by cancellation
+    closes its row as ``unknown`` (shielded, so the close itself is not cancelled); a process
+    killed mid-call leaves it ``pending``, read as ``unknown`` at the next start.
+    """
     entry = await audit.open_entry(
         gw,
         principal,
@@ -104,22 +136,14 @@ async def execute_tool(
         await audit.close_entry(gw, entry, outcome=outcome, error_code=exc.code)
         raise
     except BaseException:
-        await audit.close_entry(gw, entry, outcome="unknown", error_code=None)
+        with anyio.CancelScope(shield=True):
+            await audit.close_entry(gw, entry, outcome="unknown", error_code=None)
         raise
     is_error = bool(raw.get("isError"))
     await audit.close_entry(
         gw, entry, outcome="error" if is_error else "ok", error_code="tool_error" if is_error else None
     )
-    # 16. shape: redaction, then caps
-    return await shape_and_store(
-        gw,
-        principal,
-        raw,
-        secrets=spec.secret_values(),
-        operation=record.public_name,
-        account=row.name,
-        connector=row.connector,
-    )
+    return raw
 
 
 def _locate(gw: Gateway, public_name: str) -> tuple[ConnectionRow, StoredTool]:
