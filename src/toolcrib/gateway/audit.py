@@ -59,7 +59,9 @@ async def open_entry(
 
 async def close_entry(gw: Gateway, entry: AuditEntry, *, outcome: str, error_code: str | None) -> None:
     assert entry.id is not None
-    await store.close_entry(gw.db, entry.id, outcome=outcome, error_code=error_code, started=entry.started_at)
+    await store.close_entry(
+        gw.db, entry.id, outcome=outcome, error_code=error_code, started=entry.started_at, finished=gw.clock()
+    )
 
 
 async def search_audit(gw: Gateway, principal: Principal | None, f: AuditFilter) -> list[dict[str, Any]]:

@@ -6,7 +6,6 @@ pending when a gateway starts belongs to a call that died with the process and r
 
 from __future__ import annotations
 
-import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -62,15 +61,18 @@ async def open_entry(db: Database, entry: AuditEntry) -> int:
 
 
 async def close_entry(
-    db: Database, entry_id: int, *, outcome: str, error_code: str | None, started: float
+    db: Database, entry_id: int, *, outcome: str, error_code: str | None, started: float, finished: float
 ) -> None:
-    now = time.time()
+    """Close a pending row; ``started`` and ``finished`` come from the same (gateway's) clock."""
     async with db.begin() as conn:
         await conn.execute(
             update(audit)
             .where(audit.c.id == entry_id)
             .values(
-                outcome=outcome, error_code=error_code, finished_at=now, duration_ms=(now - started) * 1000
+                outcome=outcome,
+                error_code=error_code,
+                finished_at=finished,
+                duration_ms=(finished - started) * 1000,
             )
         )
 

@@ -24,7 +24,7 @@ from toolcrib.policy.scopes import SCOPES
 from toolcrib.settings import Settings
 from toolcrib.web.mcp import PRINCIPAL_KEY, build_mcp_server
 from toolcrib.web.rest import openapi_document, rest_routes
-from toolcrib.web.telemetry import Telemetry
+from toolcrib.web.telemetry import FlatListing, Telemetry
 
 __all__ = ["create_app"]
 
@@ -85,6 +85,7 @@ def create_app(settings: Settings, *, gateway: Gateway | None = None) -> Starlet
                 max_request_body_size=settings.max_body_bytes,
             )
             app.state.gateway, app.state.control, app.state.session_manager = gw, control, manager
+            telemetry.flat_listing_bytes = FlatListing(gw)
             async with manager.run():
                 yield
 
@@ -97,7 +98,6 @@ def create_app(settings: Settings, *, gateway: Gateway | None = None) -> Starlet
 
     async def metrics(request: Request) -> Response:
         gw: Gateway = request.app.state.gateway
-        telemetry.flat_listing_bytes = gw.flat_listing_bytes()
         telemetry.audit_rows.set(gw.audit_rows_written)
         return PlainTextResponse(telemetry.render(), media_type="text/plain; version=0.0.4")
 
