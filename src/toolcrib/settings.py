@@ -64,6 +64,11 @@ class Settings(BaseSettings):
     """How often a gateway checks the database for connections changed by another process (the
     CLI, another replica) and reloads their catalogs."""
 
+    heartbeat_seconds: float = 5.0
+    """How often a gateway process records that it is alive. A call left pending in the audit trail
+    by a process silent for three heartbeats (or, on the same host, whose process id is gone) reads
+    ``unknown`` (R-11.1)."""
+
     handle_ttl_seconds: int = 600
     """Lifetime of an action handle (R-5.10: 10 minutes)."""
 

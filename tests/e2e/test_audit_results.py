@@ -467,7 +467,8 @@ async def test_r11_2_entry_holds_account_reached_target_id_classification_and_no
         "outcome": "ok", "error_code": None, "target_id": "T-4242",
     }  # fmt: skip
     assert {k: delete[k] for k in expected} == expected
-    assert set(delete) == {*expected, "id", "started_at", "finished_at", "duration_ms"}  # nothing else
+    # nothing else; `instance` names the gateway process that made the call, not the caller's input
+    assert set(delete) == {*expected, "id", "started_at", "finished_at", "duration_ms", "instance"}
     assert 0 < delete["duration_ms"] < 10_000
     assert delete["finished_at"] >= delete["started_at"]
     assert (echo["account"], echo["classification"], echo["target_id"]) == ("desk-a", "write", None)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import secrets
 
-__all__ = ["new_grant_id", "new_handle", "new_result_id", "new_rule_id", "new_token"]
+__all__ = ["new_grant_id", "new_handle", "new_instance_id", "new_result_id", "new_rule_id", "new_token"]
 
 TOKEN_PREFIX = "tcp_"
 
@@ -30,6 +30,10 @@ def new_grant_id() -> str:
 
 def new_rule_id() -> str:
     return "rul_" + _base32(10, 12)
+
+
+def new_instance_id() -> str:
+    return "ins_" + _base32(10, 16)
 
 
 def new_result_id() -> str:

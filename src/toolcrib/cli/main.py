@@ -10,13 +10,10 @@ import typer
 
 from toolcrib.cli import admin
 from toolcrib.cli.common import DatabaseOption, JsonOption, console, emit, run_gateway, settings_for
-from toolcrib.errors import ConfigError, NotFound
 from toolcrib.gateway import members
 from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.execute import execute_tool
 from toolcrib.gateway.search import search_tools
-from toolcrib.policy.gates import Principal
-from toolcrib.policy.scopes import SCOPES
 
 __all__ = ["app"]
 
@@ -76,20 +73,6 @@ def init(
         console.print(f"owner [bold]{out['member']}[/bold] created. Token (shown once):\n{out['token']}")
 
 
-async def operator(gw: Gateway, as_member: str | None) -> Principal:
-    """The CLI acts as the owner, or as ``--as MEMBER`` with that member's role."""
-    listed = await members.list_members(gw)
-    if as_member is not None:
-        found = next((m for m in listed if m.name == as_member), None)
-        if found is None or found.status != "active":
-            raise NotFound(f"no active member named {as_member!r}")
-        return Principal(member=found.name, role=found.role, scopes=SCOPES, grant_id="cli")
-    owner = next((m for m in listed if m.role == "owner" and m.status == "active"), None)
-    if owner is None:
-        raise ConfigError("no owner yet: run `toolcrib init` first")
-    return Principal(member=owner.name, role=owner.role, scopes=SCOPES, grant_id="cli")
-
-
 @app.command()
 def search(
     query: str,
@@ -101,7 +84,7 @@ def search(
     """Search connected tools, exactly as search_tools answers a model."""
 
     async def work(gw: Gateway) -> dict[str, Any]:
-        return await search_tools(gw, await operator(gw, as_member), query, limit)
+        return await search_tools(gw, await members.operator_principal(gw, as_member), query, limit)
 
     found = run_gateway(database, work)
     if as_json:
@@ -139,7 +122,9 @@ def call(
         raise typer.BadParameter("--args must be a JSON object")
 
     async def work(gw: Gateway) -> dict[str, Any]:
-        return await execute_tool(gw, await operator(gw, as_member), tool=tool, arguments=arguments)
+        return await execute_tool(
+            gw, await members.operator_principal(gw, as_member), tool=tool, arguments=arguments
+        )
 
     result = run_gateway(database, work)
     if as_json:

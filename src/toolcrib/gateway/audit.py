@@ -51,6 +51,7 @@ async def open_entry(
         approved=True,
         target_id=target,
         started_at=gw.clock(),
+        instance=gw.instance.id,
     )
     await store.open_entry(gw.db, entry)
     gw.audit_rows_written += 1

@@ -8,6 +8,9 @@ policy cache time (R-7.6). The use cases live in their own modules (``connection
 
 from __future__ import annotations
 
+import logging
+import os
+import socket
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -15,25 +18,32 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import anyio
+
+from toolcrib.auth.tokens import new_instance_id
 from toolcrib.catalog.records import canonical_json
+from toolcrib.errors import StoreError
 from toolcrib.policy.classify import classify
 from toolcrib.policy.rules import Rule
 from toolcrib.search.index import SearchIndex
 from toolcrib.settings import Settings
-from toolcrib.store import audit as audit_store
 from toolcrib.store import connections as conn_store
 from toolcrib.store import handles as handle_store
+from toolcrib.store import instances as instance_store
 from toolcrib.store import policy as policy_store
 from toolcrib.store import results as result_store
 from toolcrib.store.connections import ConnectionRow, StoredTool
 from toolcrib.store.crypto import SecretBox, load_or_create_key
 from toolcrib.store.database import Database
+from toolcrib.store.instances import Instance
 from toolcrib.upstream.supervisor import Upstreams
 
 if TYPE_CHECKING:
     from toolcrib.auth.jwt import JWTVerifier
 
 __all__ = ["Gateway", "PolicySnapshot"]
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +76,7 @@ class Gateway:
         self._policy = PolicySnapshot()
         self.jwt_verifier: JWTVerifier | None = _jwt_verifier(settings)
         self.audit_rows_written = 0
+        self.instance = Instance(id=new_instance_id(), host=socket.gethostname(), pid=os.getpid())
         self._last_poll = -1e18
 
     @classmethod
@@ -93,9 +104,12 @@ class Gateway:
                 on_tools_changed=on_changed,
             ) as upstreams:
                 gateway._upstreams = upstreams
+                upstreams.run_in_background(gateway._heartbeat)
                 try:
                     yield gateway
                 finally:
+                    with anyio.CancelScope(shield=True):
+                        await instance_store.retire(db, gateway.instance)
                     if gateway.jwt_verifier is not None:
                         await gateway.jwt_verifier.aclose()
         finally:
@@ -108,9 +122,24 @@ class Gateway:
 
     async def _load(self) -> None:
         """Catalogs of every connection into memory and the search index; dead calls marked unknown."""
-        await audit_store.mark_unfinished_unknown(self.db)
+        await instance_store.register(self.db, self.instance, self.clock())
+        await self.recover_orphans()
         await self.purge_expired()
         await self.sync_from_store(force=True)
+
+    async def recover_orphans(self) -> int:
+        """Calls left pending by a gateway process that is gone read ``unknown`` (R-11.1)."""
+        stale_before = self.clock() - 3 * self.settings.heartbeat_seconds
+        return await instance_store.recover_orphans(self.db, self.instance, stale_before=stale_before)
+
+    async def _heartbeat(self) -> None:
+        while True:
+            await anyio.sleep(self.settings.heartbeat_seconds)
+            try:
+                await instance_store.beat(self.db, self.instance, self.clock())
+                await self.recover_orphans()
+            except StoreError:
+                logger.warning("heartbeat: the database is unavailable", exc_info=True)
 
     async def sync_from_store(self, *, force: bool = False) -> None:
         """Pick up connections another process changed (the CLI, another replica, R-15.2).

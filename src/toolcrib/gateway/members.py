@@ -22,6 +22,7 @@ __all__ = [
     "list_members",
     "list_tokens",
     "member_view",
+    "operator_principal",
     "remove_member",
     "revoke_token",
     "set_role",
@@ -165,3 +166,21 @@ async def revoke_token(gw: Gateway, grant_id: str, actor: Principal | None = Non
         require_operation(actor, "members:write", "revoke")
     if not await store.revoke_grant(gw.db, grant_id):
         raise NotFound(f"no active grant {grant_id!r}")
+
+
+async def operator_principal(gw: Gateway, as_member: str | None = None) -> Principal:
+    """Who the command line acts as: the owner, or ``as_member`` with that member's role.
+
+    The operator runs on the gateway's own machine with the database in hand, so it holds every
+    scope; the member's role and restrictions still apply through the one pipeline.
+    """
+    listed = await store.list_members(gw.db)
+    if as_member is not None:
+        found = next((m for m in listed if m.name == as_member), None)
+        if found is None or found.status != "active":
+            raise NotFound(f"no active member named {as_member!r}")
+        return Principal(member=found.name, role=found.role, scopes=SCOPES, grant_id="cli")
+    owner = next((m for m in listed if m.role == "owner" and m.status == "active"), None)
+    if owner is None:
+        raise ConfigError("no owner yet: run `toolcrib init` first")
+    return Principal(member=owner.name, role=owner.role, scopes=SCOPES, grant_id="cli")

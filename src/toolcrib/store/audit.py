@@ -1,7 +1,7 @@
 """The audit trail: append-only from the product's side (R-11.1..R-11.3).
 
-A row is opened (``outcome='pending'``) before the upstream call and closed after it; a row still
-pending when a gateway starts belongs to a call that died with the process and reads ``unknown``.
+A row is opened (``outcome='pending'``) before the upstream call and closed after it; a row left
+pending by a process that is gone reads ``unknown`` (``store.instances.recover_orphans``).
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ class AuditEntry:
     finished_at: float | None = None
     duration_ms: float | None = None
     error_code: str | None = None
+    instance: str | None = None
     id: int | None = None
 
     def to_json(self) -> dict[str, Any]:
@@ -75,15 +76,6 @@ async def close_entry(
                 duration_ms=(finished - started) * 1000,
             )
         )
-
-
-async def mark_unfinished_unknown(db: Database) -> int:
-    """At start-up: calls that never closed died with a previous process (R-11.1)."""
-    async with db.begin() as conn:
-        result = await conn.execute(
-            update(audit).where(audit.c.outcome == "pending").values(outcome="unknown")
-        )
-    return int(result.rowcount)
 
 
 async def search(db: Database, f: AuditFilter) -> list[AuditEntry]:

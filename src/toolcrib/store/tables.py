@@ -23,6 +23,7 @@ __all__ = [
     "frozen",
     "grants",
     "handles",
+    "instances",
     "members",
     "metadata",
     "overrides",
@@ -141,9 +142,20 @@ audit = Table(
     Column("duration_ms", Float, nullable=True),
     Column("error_code", String(40), nullable=True),
     Column("target_id", String(200), nullable=True),
+    Column("instance", String(40), nullable=True),  # the gateway process that opened the row
     Index("ix_audit_member", "member"),
     Index("ix_audit_account", "account"),
     Index("ix_audit_started_at", "started_at"),
+)
+
+instances = Table(
+    "instances",
+    metadata,
+    Column("id", String(40), primary_key=True),
+    Column("host", String(255), nullable=False),
+    Column("pid", Integer, nullable=False),
+    Column("started_at", Float, nullable=False),
+    Column("heartbeat_at", Float, nullable=False),
 )
 
 results = Table(

@@ -55,6 +55,10 @@ class Upstreams:
                 raise group.exceptions[0] from None
             raise
 
+    def run_in_background(self, work: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        """Run ``work`` beside the sessions, until the supervisor closes (the gateway's heartbeat)."""
+        self._tg.start_soon(work)
+
     def session(self, spec: UpstreamSpec) -> UpstreamSession:
         """The session for ``spec``; a changed spec replaces the old session."""
         current = self._sessions.get(spec.name)
