@@ -30,8 +30,10 @@ from tests.fixtures.fixture_server import JWT_SHAPED
 from toolcrib.gateway.audit import target_id
 from toolcrib.gateway.connections import add_connection
 from toolcrib.gateway.core import Gateway
+from toolcrib.gateway.identity import authenticate
 from toolcrib.gateway.members import add_member, create_token
 from toolcrib.gateway.restrictions import add_restriction
+from toolcrib.gateway.search import flat_listing_bytes
 from toolcrib.store.members import find_grant_by_token
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
@@ -606,7 +608,9 @@ async def test_r14_1_metrics_count_requests_latency_searches_upstream_failures_a
                 )
             async with httpx2.AsyncClient() as http:
                 response = await http.get(base + "/metrics")
-        flat_bytes = gw.flat_listing_bytes()
+        alice_principal = await authenticate(gw, alice)
+        flat_bytes = await flat_listing_bytes(gw, alice_principal)
+        assert 0 < flat_bytes < gw.flat_listing_bytes()  # alice's grant has no mcp:destructive
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/plain")
     m = _parse(response.text)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from toolcrib.auth.tokens import new_instance_id
-from toolcrib.catalog.records import canonical_json
+from toolcrib.catalog.records import ExactRecord, canonical_json
 from toolcrib.errors import StoreError
 from toolcrib.policy.classify import classify
 from toolcrib.policy.rules import Rule
@@ -72,6 +72,7 @@ class Gateway:
         self.index = SearchIndex(semantic=settings.semantic)
         self.connections: dict[str, ConnectionRow] = {}
         self.catalogs: dict[str, dict[str, StoredTool]] = {}
+        self.listing_bytes: dict[str, int] = {}  # public name -> bytes of its flat tools/list entry
         self._upstreams: Upstreams | None = None
         self._policy = PolicySnapshot()
         self.jwt_verifier: JWTVerifier | None = _jwt_verifier(settings)
@@ -174,7 +175,11 @@ class Gateway:
 
         self.connections[row.name] = row
         usable = {s.record.name: s for s in stored if s.refused is None}
+        for old in self.catalogs.get(row.name, {}).values():
+            self.listing_bytes.pop(old.record.public_name, None)
         self.catalogs[row.name] = usable
+        for s in usable.values():
+            self.listing_bytes[s.record.public_name] = _listing_entry_bytes(s.record)
         if row.status != "active":
             self.index.remove_account(row.name)
             return
@@ -190,22 +195,20 @@ class Gateway:
         ]
         self.index.replace_account(row.name, docs)
 
-    def flat_listing_bytes(self) -> int:
-        """What a flat ``tools/list`` of every active connected tool would weigh (R-14.1)."""
-        total = 0
-        for account, tools in self.catalogs.items():
-            row = self.connections.get(account)
-            if row is None or row.status != "active":
-                continue
-            for s in tools.values():
-                r = s.record
-                entry = {"name": r.public_name, "description": r.description, "inputSchema": r.input_schema}
-                total += len(canonical_json(entry).encode())
-        return total
+    def flat_listing_bytes(self, visible: Callable[[str], bool] | None = None) -> int:
+        """What a flat ``tools/list`` of the active connected tools ``visible`` keeps would weigh."""
+        return sum(
+            self.listing_bytes.get(s.record.public_name, 0)
+            for account, tools in self.catalogs.items()
+            if (row := self.connections.get(account)) is not None and row.status == "active"
+            for s in tools.values()
+            if visible is None or visible(s.record.public_name)
+        )
 
     def forget_connection(self, name: str) -> None:
         self.connections.pop(name, None)
-        self.catalogs.pop(name, None)
+        for old in self.catalogs.pop(name, {}).values():
+            self.listing_bytes.pop(old.record.public_name, None)
         self.index.remove_account(name)
 
     def lookup(self, public_name: str) -> tuple[ConnectionRow, StoredTool] | None:
@@ -248,6 +251,15 @@ class Gateway:
         """The classification of a tool (R-7.4), the admin override winning."""
         record = stored.record
         return classify(record.name, record.annotations, policy.overrides.get((record.account, record.name)))
+
+
+def _listing_entry_bytes(record: ExactRecord) -> int:
+    entry = {
+        "name": record.public_name,
+        "description": record.description,
+        "inputSchema": record.input_schema,
+    }
+    return len(canonical_json(entry).encode())
 
 
 def _version(row: ConnectionRow) -> tuple[int, str, str, float]:

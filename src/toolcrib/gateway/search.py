@@ -11,7 +11,7 @@ from toolcrib.gateway.core import Gateway, PolicySnapshot
 from toolcrib.gateway.handles import issue_handles
 from toolcrib.policy.gates import Principal, Visibility, require_execute, require_tools_scope, visibility
 
-__all__ = ["search_tools", "visibility_of"]
+__all__ = ["flat_listing_bytes", "search_tools", "visibility_of"]
 
 MAX_LIMIT = 5
 
@@ -34,6 +34,12 @@ def visibility_of(gw: Gateway, principal: Principal, policy: PolicySnapshot, pub
         where="search",
     )
     return visibility(principal, risk=risk, decision=decision)
+
+
+async def flat_listing_bytes(gw: Gateway, principal: Principal) -> int:
+    """What a flat listing of the catalog visible to ``principal`` would have cost (R-14.1)."""
+    policy = await gw.policy()
+    return gw.flat_listing_bytes(lambda name: visibility_of(gw, principal, policy, name) == "visible")
 
 
 async def search_tools(gw: Gateway, principal: Principal, query: str, limit: int = 3) -> dict[str, Any]:

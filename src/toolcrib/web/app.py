@@ -24,7 +24,7 @@ from toolcrib.policy.scopes import SCOPES
 from toolcrib.settings import Settings
 from toolcrib.web.mcp import PRINCIPAL_KEY, build_mcp_server
 from toolcrib.web.rest import openapi_document, rest_routes
-from toolcrib.web.telemetry import FlatListing, Telemetry
+from toolcrib.web.telemetry import Telemetry
 
 __all__ = ["create_app"]
 
@@ -85,7 +85,6 @@ def create_app(settings: Settings, *, gateway: Gateway | None = None) -> Starlet
                 max_request_body_size=settings.max_body_bytes,
             )
             app.state.gateway, app.state.control, app.state.session_manager = gw, control, manager
-            telemetry.flat_listing_bytes = FlatListing(gw)
             async with manager.run():
                 yield
 

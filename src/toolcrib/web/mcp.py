@@ -14,7 +14,7 @@ from toolcrib.errors import InBandError, InvalidArguments, NotFound, ToolcribErr
 from toolcrib.gateway.control import ControlPlane
 from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.execute import execute_tool
-from toolcrib.gateway.search import search_tools
+from toolcrib.gateway.search import flat_listing_bytes, search_tools
 from toolcrib.gateway.surface import SURFACES, meta_tool_definitions
 from toolcrib.policy.gates import Principal, lists_tools, require_execute
 from toolcrib.web.telemetry import Telemetry
@@ -58,7 +58,8 @@ def build_mcp_server(gw: Gateway, control: ControlPlane, telemetry: Telemetry) -
         if not lists_tools(principal):
             return types.ListToolsResult(tools=[])
         tools = meta_tools + [types.Tool.model_validate(t) for t in control.definitions_for(principal)]
-        telemetry.sent(principal, tools_list=[t.model_dump(mode="json", by_alias=True) for t in tools])
+        listing = [t.model_dump(mode="json", by_alias=True) for t in tools]
+        telemetry.sent(principal, tools_list=listing, flat_bytes=await flat_listing_bytes(gw, principal))
         return types.ListToolsResult(tools=tools)
 
     async def dispatch(principal: Principal, name: str, args: dict[str, Any]) -> types.CallToolResult:

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from toolcrib.gateway.core import Gateway
 from toolcrib.policy.gates import Principal
 
-__all__ = ["FlatListing", "Telemetry"]
+__all__ = ["Telemetry"]
 
 
 def _bytes(value: Any) -> int:
@@ -26,28 +25,6 @@ class _Outcome:
 
     def error(self, code: str) -> None:
         self.code = code
-
-
-class FlatListing:
-    """The bytes of a flat ``tools/list`` of the gateway's active catalog, as it is now.
-
-    Serializing every schema costs milliseconds with large tools, and every ``tools/list`` asks, so
-    the figure is recomputed only when a connection's status or catalog version changed.
-    """
-
-    def __init__(self, gw: Gateway) -> None:
-        self._gw = gw
-        self._key: tuple[tuple[str, str, int, float], ...] | None = None
-        self._bytes = 0
-
-    def __call__(self) -> int:
-        key = tuple(
-            (name, row.status, row.catalog_version, row.updated_at)
-            for name, row in self._gw.connections.items()
-        )
-        if key != self._key:
-            self._key, self._bytes = key, self._gw.flat_listing_bytes()
-        return self._bytes
 
 
 class Telemetry:
@@ -79,12 +56,12 @@ class Telemetry:
         self.audit_rows = Gauge(
             "toolcrib_audit_rows_written", "audit rows written by this process", registry=r
         )
-        self.flat_listing_bytes: Callable[[], int] = lambda: 0
         """What a flat listing weighs now; the app points it at the gateway's catalog at start-up."""
 
-    def sent(self, principal: Principal, *, tools_list: list[dict[str, Any]]) -> None:
+    def sent(self, principal: Principal, *, tools_list: list[dict[str, Any]], flat_bytes: int) -> None:
+        """A ``tools/list`` answer, against a flat listing of the caller's visible catalog."""
         self.surface.labels(principal.member).inc(_bytes(tools_list) / 4)
-        self.flat.labels(principal.member).inc(self.flat_listing_bytes() / 4)
+        self.flat.labels(principal.member).inc(flat_bytes / 4)
 
     def searched(self, principal: Principal, response: dict[str, Any]) -> None:
         self.searches.labels("non_empty" if response.get("results") else "empty").inc()
