@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+import pytest
 from tests.search.conftest import doc
 
 from toolcrib.search import SearchIndex
@@ -124,3 +128,62 @@ def test_r5_1_visible_and_withheld_filter_per_call() -> None:
 def test_r5_3_confidence_is_high_for_a_full_match() -> None:
     index = _index(("g", [doc("g", "create_pull_request", "Create a pull request")]))
     assert index.search("create pull request").hits[0].confidence == "high"
+
+
+def test_r5_3_time_server_ranks_get_current_time_first_for_current_time() -> None:
+    path = Path("/work/shared/data/catalogs/mcp-server-time.json")
+    if not path.exists():
+        pytest.skip("mcp-server-time catalog not present")
+    tools = json.loads(path.read_text(encoding="utf-8"))
+    docs = [doc("time", tool["name"], tool["description"], "Time") for tool in tools]
+    hits = _index(("time", docs)).search("current time in a timezone").hits
+    assert hits[0].public_name == "time__get_current_time"
+
+
+def _recon_index() -> SearchIndex:
+    return _index(
+        ("whois", [doc("whois", "whois_domain", "Look up the registration record of a domain")]),
+        ("sitemap", [doc("sitemap", "get_sitemap_tree", "Fetch and parse the sitemap of a website")]),
+        ("fs", [doc("fs", "write_file", "Write text to a file"), doc("fs", "read_file", "Read a file")]),
+        ("maps", [doc("maps", "geocode_address", "Coordinates of a street address")]),
+        ("chart", [doc("chart", "generate_pie_chart", "Generate a pie chart from data")]),
+    )
+
+
+def test_r5_3_long_task_finds_the_tools_whose_names_it_covers() -> None:
+    task = (
+        "Run a full reconnaissance on www.example.com. Give me a markdown report with the whois "
+        "domain record and the sitemap tree, then write the file to /root/report.md."
+    )
+    names = [h.public_name for h in _recon_index().search(task, limit=5).hits]
+    assert {"whois__whois_domain", "sitemap__get_sitemap_tree", "fs__write_file"} <= set(names)
+    assert "maps__geocode_address" not in names
+    assert "fs__read_file" not in names  # one name word ("file") of two: not covered
+
+
+def test_r5_3_long_question_about_nothing_connected_stays_empty() -> None:
+    question = (
+        "Compare two classic novels and explain which one has the better ending, "
+        "and why readers still argue about it today."
+    )
+    assert _recon_index().search(question, limit=5).hits == []
+
+
+def test_r5_3_one_name_word_is_not_enough_for_a_long_query() -> None:
+    # "file" is one of write_file's two name words: under the half-weight floor and under the
+    # two-name-words rule, so nothing comes back.
+    assert _recon_index().search("tell me a story about a file clerk who loved old trains").hits == []
+
+
+def test_r5_3_tools_passing_by_name_coverage_have_low_confidence() -> None:
+    task = "Collect the whois domain record and the sitemap tree for example.com and summarize the findings"
+    hits = _recon_index().search(task, limit=5).hits
+    assert hits
+    assert all(h.confidence == "low" for h in hits)
+
+
+def test_r5_6_equal_scores_prefer_the_tool_whose_name_the_query_covers_more() -> None:
+    index = _index(("a", [doc("a", "time_now"), doc("a", "time_convert_zone")]))
+    hits = index.search("time", limit=2).hits
+    assert hits[0].score == hits[1].score
+    assert [h.public_name for h in hits] == ["a__time_now", "a__time_convert_zone"]

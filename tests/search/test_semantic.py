@@ -43,3 +43,17 @@ def test_r5_8_meaning_lifts_a_paraphrase_and_not_an_unconnected_app() -> None:
     result = semantic.search("list my Dropbox folder")
     assert result.hits == []
     assert result.not_connected == ["dropbox"]
+
+
+def test_r5_8_length_bucketed_batches_match_one_text_at_a_time(model: object) -> None:
+    texts = [
+        "ping",
+        "Get current time in a specific timezone",
+        "list files in a folder " * 40,  # truncated at 128 tokens
+        "Create a new branch in a GitHub repository from an existing commit or the default branch",
+        "weather",
+    ]
+    batched = model.encode(texts)  # type: ignore[attr-defined]
+    for text, row in zip(texts, batched, strict=True):
+        alone = model.encode([text])[0]  # type: ignore[attr-defined]
+        assert float(alone @ row) >= 0.9999

@@ -18,7 +18,8 @@ from typing import Literal
 
 import numpy as np
 
-from toolcrib.search.floor import QueryTerm, Weighed, weigh
+from toolcrib.search.coverage import NameCoverage, name_parts
+from toolcrib.search.floor import QueryTerm, Weighed, weigh, widen
 from toolcrib.search.known_apps import KnownApp, carries, label_names, mentioned_apps
 from toolcrib.search.lexical import match_term
 from toolcrib.search.options import SearchOptions
@@ -72,6 +73,7 @@ class SearchIndex:
         self._accounts: dict[str, list[int]] = {}
         self._labels: dict[str, frozenset[str]] = {}
         self._postings = Postings()
+        self._coverage = NameCoverage()
         self._meaning = MeaningChannel.load() if semantic else None
 
     @property
@@ -98,6 +100,7 @@ class SearchIndex:
             fields = self._fields[slot]
             assert fields is not None
             self._postings.remove(slot, fields)
+            self._coverage.discard(slot)
             self._docs[slot] = None
             self._fields[slot] = None
             self._free.append(slot)
@@ -116,6 +119,7 @@ class SearchIndex:
             self._docs.append(doc)
             self._fields.append(fields)
         self._postings.add(slot, fields)
+        self._coverage.add(slot, name_parts(doc.name) if self._options.stemming else frozenset(fields[0]))
         return slot
 
     def _doc_fields(self, doc: SearchDoc) -> Fields:
@@ -147,13 +151,15 @@ class SearchIndex:
         weighed = self._weigh(query)
         if weighed is None:
             return _EMPTY
-        key, eligible, lifted = weighed.score, weighed.passing, np.zeros(len(self._docs), dtype=bool)
+        key, shown = weighed.rank_key(), weighed.score
+        eligible, lifted = weighed.passing, np.zeros(len(self._docs), dtype=bool)
         if self._meaning is not None:
             key, eligible, lifted = self._meaning.rerank(query, weighed, self._options)
-        ranked = ordered(np.flatnonzero(eligible), key, self._name_of)
+            shown = key
+        ranked = ordered(np.flatnonzero(eligible), key, self._name_of, weighed.name_share)
         slots, restricted = select(ranked, self._name_of, limit, visible, withheld)
         hits = [
-            Hit(self._name_of(s), float(key[s]), confidence(float(weighed.share[s]), bool(lifted[s])))  # type: ignore[arg-type]
+            Hit(self._name_of(s), float(shown[s]), confidence(float(weighed.share[s]), bool(lifted[s])))  # type: ignore[arg-type]
             for s in slots
         ]
         return SearchResult(hits, restricted, [])
@@ -171,16 +177,29 @@ class SearchIndex:
             self._postings.length_weights(size, options.description_length_b),
         )
         scored: list[QueryTerm] = []
+        alternatives_of: list[list[str]] = []
         for term in terms:
             if options.drop_values and term.isdigit():
                 continue  # a bare numeral is always an argument value, never what a tool does
             alternatives = [term, *(synonyms(term) if options.synonyms else ())]
+            alternatives_of.append(alternatives)
             no_typo = term in values or term in apps
             threshold = None if no_typo else options.typo_threshold
             match = match_term(alternatives, self._postings, norms, typo_threshold=threshold)
             scored.append(QueryTerm(term, match, term in values))
         weighed = weigh(scored, len(self), size, floor=options.floor, drop_values=options.drop_values)
-        return weighed if weighed.total > 0 else None
+        if weighed.total <= 0:
+            return None
+        coverage = None
+        if options.name_coverage is not None:
+            coverage = self._coverage.covered(alternatives_of, self._postings, len(self), size)
+        return widen(
+            weighed,
+            coverage,
+            share=options.name_coverage or 0.0,
+            words=options.name_coverage_words,
+            companions=options.companions,
+        )
 
     def _not_connected(
         self,

@@ -16,6 +16,13 @@ class SearchOptions:
     """R-5.7 trigram similarity a typo match needs; None disables typo matching."""
     floor: float = 0.5
     """R-5.3: the share of the query's weight a tool must match (0 ranks without a floor)."""
+    name_coverage: float | None = 0.67
+    """R-5.3 refinement: a tool also passes when the query holds at least ``name_coverage_words`` of
+    its name words carrying this share of its name's weight (None: the query-side floor only)."""
+    name_coverage_words: int = 2
+    companions: float | None = 0.5
+    """R-5.3 refinement: once a tool passes, a tool scoring at least this fraction of the best
+    passing score passes too (None: off)."""
     drop_values: bool = True
     """R-5.3 refinement: value words that match nothing leave the floor's total."""
     synonyms: bool = True
@@ -45,5 +52,7 @@ SEED_RULES = SearchOptions(
     synonyms=False,
     known_apps=False,
     description_length_b=0.0,
+    name_coverage=None,
+    companions=None,
 )
 """The literal rules of R-5.2/R-5.3 with no refinement: the benchmark's floor baseline."""

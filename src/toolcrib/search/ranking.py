@@ -22,17 +22,21 @@ Vector = npt.NDArray[np.float64]
 Slots = npt.NDArray[np.int64]
 
 
-def ordered(candidates: Slots, key: Vector, name_of: Callable[[int], str]) -> Iterator[int]:
-    """Candidate slots by ``key`` descending, equal keys by public name (R-5.6)."""
+def ordered(
+    candidates: Slots, key: Vector, name_of: Callable[[int], str], second: Vector | None = None
+) -> Iterator[int]:
+    """Candidate slots by ``key`` descending; equal keys by ``second`` descending (the share of the
+    tool's name the query covers), then by public name (R-5.6)."""
     rounded = np.round(key[candidates], 9)
     order = candidates[np.argsort(-rounded, kind="stable")]
     values = np.round(key[order], 9)
+    tiebreak = np.zeros(len(key)) if second is None else np.round(second, 9)
     start = 0
     while start < len(order):
         end = start + 1
         while end < len(order) and values[end] == values[start]:
             end += 1
-        yield from sorted(order[start:end].tolist(), key=name_of)
+        yield from sorted(order[start:end].tolist(), key=lambda s: (-tiebreak[s], name_of(s)))
         start = end
 
 
@@ -72,9 +76,9 @@ def fuse(lexical: Vector, cosine: Vector, candidates: Slots, k: float) -> Vector
 
 
 def confidence(share: float, lifted: bool) -> str:
-    """high: the tool matched (nearly) all of the query's weight; medium: over the floor;
-    low: lifted over the floor by meaning alone."""
-    if lifted:
+    """high: the tool matched (nearly) all of the query's weight; medium: over the half-weight
+    floor; low: passed only by name coverage, as a companion, or lifted by meaning alone."""
+    if lifted or share < 0.5:
         return "low"
     if share >= 0.85:
         return "high"

@@ -39,7 +39,7 @@ Mask = npt.NDArray[np.bool_]
 
 
 class Encoder(Protocol):
-    def encode(self, texts: list[str], batch_size: int = 32) -> Matrix: ...
+    def encode(self, texts: list[str], batch_size: int = 64) -> Matrix: ...
 
 
 def doc_text(doc: SearchDoc) -> str:

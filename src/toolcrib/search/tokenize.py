@@ -137,7 +137,6 @@ QUERY_STOP_WORDS = frozenset(
         "one",
         "two",
         "new",
-        "current",
         "today",
         "now",
         "up",
