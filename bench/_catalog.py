@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 from toolcrib.search import SearchDoc
 from toolcrib.search.evaluate import catalog_docs
 
-DATA = Path("/work/shared/data/retrieval")
+# shared/ stands beside the repository; TOOLCRIB_SHARED overrides.
+DATA = (
+    Path(os.environ.get("TOOLCRIB_SHARED", Path(__file__).resolve().parents[2] / "shared"))
+    / "data"
+    / "retrieval"
+)
 OUT = Path(__file__).parent / "out"
 
 

@@ -17,6 +17,8 @@ import httpx2
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+# The project's shared/ folder (SPEC, data) stands beside the repository; TOOLCRIB_SHARED overrides.
+SHARED = Path(os.environ.get("TOOLCRIB_SHARED", ROOT.parent / "shared"))
 PYTHON = sys.executable
 TOOLCRIB = [PYTHON, "-m", "toolcrib.cli"]
 FIXTURE_SERVER = [PYTHON, "-m", "tests.fixtures.fixture_server"]

@@ -3,25 +3,19 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.conftest import SHARED
 from toolcrib.catalog import ExactRecord, normalize_tool
 
 HERE = Path(__file__).resolve().parent
 
 
-def shared_dir() -> Path:
-    """``shared/`` next to the repository, or where ``TOOLCRIB_SHARED`` says."""
-    env = os.environ.get("TOOLCRIB_SHARED")
-    return Path(env) if env else HERE.parents[2] / "shared"
-
-
 def load_real_catalogs() -> dict[str, list[dict[str, Any]]]:
-    folder = shared_dir() / "data" / "catalogs"
+    folder = SHARED / "data" / "catalogs"
     return {path.stem: json.loads(path.read_text()) for path in sorted(folder.glob("*.json"))}
 
 
@@ -33,8 +27,7 @@ def load_lures() -> list[dict[str, str]]:
 @pytest.fixture(scope="session")
 def real_catalogs() -> dict[str, list[dict[str, Any]]]:
     catalogs = load_real_catalogs()
-    if not catalogs:
-        pytest.skip("shared/data/catalogs not found (set TOOLCRIB_SHARED)")
+    assert catalogs, f"no catalogs under {SHARED / 'data' / 'catalogs'} (set TOOLCRIB_SHARED)"
     return catalogs
 
 

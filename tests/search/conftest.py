@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
+from tests.conftest import SHARED
 
 from toolcrib.search import SearchDoc, SearchIndex
 from toolcrib.search.evaluate import catalog_docs
 
-DATA = Path("/work/shared/data/retrieval")
+DATA = SHARED / "data" / "retrieval"
 
 
 def doc(account: str, name: str, description: str = "", connector: str = "Custom") -> SearchDoc:

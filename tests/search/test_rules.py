@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
-import pytest
+from tests.conftest import SHARED
 from tests.search.conftest import doc
 
 from toolcrib.search import SearchIndex
@@ -131,9 +130,7 @@ def test_r5_3_confidence_is_high_for_a_full_match() -> None:
 
 
 def test_r5_3_time_server_ranks_get_current_time_first_for_current_time() -> None:
-    path = Path("/work/shared/data/catalogs/mcp-server-time.json")
-    if not path.exists():
-        pytest.skip("mcp-server-time catalog not present")
+    path = SHARED / "data" / "catalogs" / "mcp-server-time.json"
     tools = json.loads(path.read_text(encoding="utf-8"))
     docs = [doc("time", tool["name"], tool["description"], "Time") for tool in tools]
     hits = _index(("time", docs)).search("current time in a timezone").hits
