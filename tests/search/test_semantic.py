@@ -57,3 +57,10 @@ def test_r5_8_length_bucketed_batches_match_one_text_at_a_time(model: object) ->
     for text, row in zip(texts, batched, strict=True):
         alone = model.encode([text])[0]  # type: ignore[attr-defined]
         assert float(alone @ row) >= 0.9999
+
+
+def test_r5_8_meaning_search_runs_without_torch(model: object) -> None:
+    import sys
+
+    loaded = {"torch", "sentence_transformers"} & set(sys.modules)
+    assert loaded == set()
