@@ -72,6 +72,7 @@ class SearchIndex:
         self._free: list[int] = []
         self._accounts: dict[str, list[int]] = {}
         self._labels: dict[str, frozenset[str]] = {}
+        self._label_accounts: dict[str, set[str]] = {}  # a label name -> the accounts whose labels hold it
         self._postings = Postings()
         self._coverage = NameCoverage()
         self._meaning = MeaningChannel.load() if semantic else None
@@ -92,6 +93,8 @@ class SearchIndex:
         slots = [self._add(doc) for doc in docs]
         self._accounts[account] = slots
         self._labels[account] = label_names(*{account, *(doc.connector for doc in docs)})
+        for name in self._labels[account]:
+            self._label_accounts.setdefault(name, set()).add(account)
         if self._meaning is not None:
             self._meaning.add([(slot, doc) for slot, doc in zip(slots, docs, strict=True)])
 
@@ -106,7 +109,11 @@ class SearchIndex:
             self._free.append(slot)
             if self._meaning is not None:
                 self._meaning.discard(slot)
-        self._labels.pop(account, None)
+        for name in self._labels.pop(account, frozenset()):
+            holders = self._label_accounts[name]
+            holders.discard(account)
+            if not holders:
+                del self._label_accounts[name]
 
     def _add(self, doc: SearchDoc) -> int:
         fields = self._doc_fields(doc)
@@ -211,8 +218,12 @@ class SearchIndex:
         return [app.canonical for app, _ in apps if not self._carried(app, visible, withheld)]
 
     def _carried(self, app: KnownApp, visible: Visibility | None, withheld: Visibility | None) -> bool:
-        for account, names in self._labels.items():
-            if not carries(names, app):
+        # Only accounts whose label names hold one of the app's names can carry it: look those up
+        # instead of testing every account's labels.
+        spelled = {"".join(seq) for seq in app.names + app.ambiguous_names}
+        candidates = sorted(set().union(*(self._label_accounts.get(name, set()) for name in spelled)))
+        for account in candidates:
+            if not carries(self._labels[account], app):
                 continue
             if visible is None:
                 return True
