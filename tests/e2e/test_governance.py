@@ -495,6 +495,17 @@ async def test_r10_2_rest_api_serves_the_same_operations_with_the_same_checks(
             assert refused.status_code == 403
             assert refused.json()["error"]["code"] == "permission_required"
             assert (await http.post("/api/members/list", json={})).status_code == 401
+            reader = await org.token("rory", "admin", "mcp:read")
+            short = await http.post(
+                "/api/members/invite",
+                json={"name": "zed", "role": "member"},
+                headers={"Authorization": f"Bearer {reader}"},
+            )
+            assert short.status_code == 403
+            assert short.json()["error"]["scope"] == "mcp:write"
+            challenge = short.headers["www-authenticate"]
+            assert 'error="insufficient_scope"' in challenge
+            assert 'scope="mcp:write"' in challenge
             document = (await http.get("/api/openapi.json")).json()
         operation_ids = {p["post"]["operationId"] for p in document["paths"].values()}
         listed = {n for n in await org.listed(org.owner) if n.startswith(PREFIX)}

@@ -23,13 +23,12 @@ from toolcrib.gateway.identity import authenticate
 from toolcrib.policy.scopes import SCOPES
 from toolcrib.settings import Settings
 from toolcrib.web.mcp import PRINCIPAL_KEY, build_mcp_server
-from toolcrib.web.rest import openapi_document, rest_routes
+from toolcrib.web.rest import METADATA_PATH, openapi_document, rest_routes
 from toolcrib.web.telemetry import Telemetry
 
 __all__ = ["create_app"]
 
 logger = logging.getLogger(__name__)
-METADATA_PATH = "/.well-known/oauth-protected-resource"
 
 
 class Authenticated:

@@ -13,11 +13,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from toolcrib.errors import InBandError, ToolcribError
+from toolcrib.auth.metadata import www_authenticate
+from toolcrib.errors import InBandError, ScopeRequired, ToolcribError
 from toolcrib.gateway.control import ControlPlane
 from toolcrib.policy.gates import Principal
 
-__all__ = ["openapi_document", "rest_routes"]
+__all__ = ["METADATA_PATH", "openapi_document", "rest_routes"]
+
+METADATA_PATH = "/.well-known/oauth-protected-resource"
 
 _STATUS = {
     "permission_required": 403,
@@ -75,6 +78,10 @@ def rest_routes(prefix: str, principal_key: str) -> list[Route]:
             return JSONResponse({"error": {"code": "invalid_arguments", "message": str(exc)}}, 400)
         try:
             return JSONResponse(await control.call(principal, name, body, over_mcp=False))
+        except ScopeRequired as exc:  # RFC 6750: the grant is short of a scope
+            metadata = str(request.url.replace(path=METADATA_PATH, query=""))
+            challenge = www_authenticate(metadata, error="insufficient_scope", scope=exc.scope)
+            return JSONResponse(exc.to_payload(), 403, headers={"WWW-Authenticate": challenge})
         except InBandError as exc:
             return JSONResponse(exc.to_payload(), _STATUS.get(exc.code, 502))
         except ToolcribError as exc:
