@@ -50,6 +50,7 @@ def serve(
     logging.basicConfig(
         level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    logging.getLogger("alembic").setLevel(max(logging.WARNING, logging.getLogger().level))  # per-start noise
     console.print(f"toolcrib serving [bold]{settings.resource_url}/mcp[/bold]")
     uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="warning")
 
