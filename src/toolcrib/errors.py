@@ -14,6 +14,7 @@ ToolcribError                      (code: "internal")
 │   ├── NeedsInput                 needs_input           (lists the missing fields)
 │   ├── InvalidArguments           invalid_arguments     (JSON-pointer errors)
 │   ├── UpstreamError              upstream_error
+│   │   └── UpstreamAuthFailed     upstream_error        (the upstream refused the connection's credentials)
 │   ├── UpstreamTimeout            upstream_timeout
 │   ├── RateLimited                rate_limited
 │   └── TooLarge                   too_large
@@ -54,6 +55,7 @@ __all__ = [
     "ToolRefused",
     "ToolcribError",
     "Unauthenticated",
+    "UpstreamAuthFailed",
     "UpstreamError",
     "UpstreamTimeout",
 ]
@@ -171,6 +173,10 @@ class InvalidArguments(InBandError):
 
 class UpstreamError(InBandError):
     code: ClassVar[str] = "upstream_error"
+
+
+class UpstreamAuthFailed(UpstreamError):
+    """The upstream answered 401/403 to the connection's own credentials: the connection needs reauth."""
 
 
 class UpstreamTimeout(InBandError):

@@ -12,7 +12,7 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.conftest import PYTHON
+from tests.conftest import PYTHON, start_fixture_http
 from tests.e2e.inprocess import open_gateway, owner_token, serve, settings_for
 from tests.e2e.mcpclient import connect, error_code, gateway_payload, payload
 from tests.fixtures.giant_tool import GIANT_TOOL_NAME, LURE_MARKERS
@@ -183,3 +183,26 @@ async def test_r2_1_endpoint_works_with_sessions_too(tmp_path: Path) -> None:
                 "execute_tool", {"action_id": handle, "arguments": {"a": 1, "b": 1}}
             )
     assert payload(result) == {"sum": 2.0}
+
+
+async def test_r13_1_refused_credentials_set_needs_reauth_and_the_tools_are_absent(tmp_path: Path) -> None:
+    guarded = start_fixture_http({"FIXTURE_REQUIRE_BEARER": "open-sesame-42"})
+    try:
+        async with open_gateway(settings_for(tmp_path)) as gw:
+            token = await owner_token(gw)
+            row = await add_connection(gw, "locked", connector="Helpdesk", url=guarded.url)
+            assert row.status == "needs_reauth"
+            assert row.reason is not None
+            assert "401" in row.reason
+            good = {"Authorization": "Bearer open-sesame-42"}
+            assert (
+                await add_connection(gw, "opened", connector="Helpdesk", url=guarded.url, headers=good)
+            ).status == ("active")
+            async with serve(gw) as base, connect(base, token) as client:
+                found = gateway_payload(await client.call_tool("search_tools", {"query": "add two numbers"}))
+                assert [c["name"] for c in found["results"]][:1] == ["opened__add_numbers"]
+                refused = await client.call_tool("execute_tool", {"tool": "locked__add_numbers"})
+                assert error_code(refused) == "connection_inactive"
+                assert gateway_payload(refused)["error"]["status"] == "needs_reauth"
+    finally:
+        guarded.stop()

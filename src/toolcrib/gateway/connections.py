@@ -9,7 +9,15 @@ from typing import Any
 
 from toolcrib.catalog.cards import build_card
 from toolcrib.catalog.normalize import normalize_catalog
-from toolcrib.errors import CatalogRefused, ConfigError, InBandError, NotFound, Restricted, StoreError
+from toolcrib.errors import (
+    CatalogRefused,
+    ConfigError,
+    InBandError,
+    NotFound,
+    Restricted,
+    StoreError,
+    UpstreamAuthFailed,
+)
 from toolcrib.gateway import reach
 from toolcrib.gateway.core import Gateway
 from toolcrib.policy.gates import Principal
@@ -108,7 +116,8 @@ async def sync_connection(gw: Gateway, name: str) -> ConnectionRow:
         raw = await session.list_tools()
         records = normalize_catalog(row.name, row.connector, raw)
     except (InBandError, CatalogRefused) as exc:
-        await store.set_status(gw.db, name, "error", exc.message)
+        status = "needs_reauth" if isinstance(exc, UpstreamAuthFailed) else "error"
+        await store.set_status(gw.db, name, status, exc.message)
         fresh = await store.get_connection(gw.db, name)
         assert fresh is not None
         gw.install_catalog(fresh, await store.load_catalog(gw.db, name))

@@ -28,7 +28,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import CONNECTION_CLOSED
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from toolcrib.errors import UpstreamError, UpstreamTimeout
+from toolcrib.errors import UpstreamAuthFailed, UpstreamError, UpstreamTimeout
 
 __all__ = ["UpstreamSession", "UpstreamSpec"]
 
@@ -81,6 +81,7 @@ class UpstreamSession:
         self._next_start = 0.0
         self.last_used = time.monotonic()
         self._stderr: IO[bytes] | None = None
+        self._refused_status: int | None = None  # 401/403 from an HTTP upstream: its credentials failed
 
     @property
     def running(self) -> bool:
@@ -171,6 +172,11 @@ class UpstreamSession:
             )
         if self._client is None:
             self._note_failure()
+            if self._refused_status is not None:
+                raise UpstreamAuthFailed(
+                    f"{self.spec.name}: the server refused the connection's credentials "
+                    f"(HTTP {self._refused_status}); update its headers and refresh"
+                )
             raise UpstreamError(f"{self.spec.name}: {self._describe(failure[0] if failure else None)}")
         return self._client
 
@@ -205,7 +211,17 @@ class UpstreamSession:
             self._stderr = tempfile.TemporaryFile()  # noqa: SIM115
             params = StdioServerParameters(command=spec.command[0], args=list(spec.command[1:]), env=spec.env)
             return stdio_client(params, errlog=self._stderr)  # type: ignore[arg-type]
-        http = httpx2.AsyncClient(headers=spec.headers, timeout=httpx2.Timeout(self._call_timeout, read=None))
+        self._refused_status = None
+
+        async def note_refusal(response: httpx2.Response) -> None:
+            if response.status_code in (401, 403):
+                self._refused_status = response.status_code
+
+        http = httpx2.AsyncClient(
+            headers=spec.headers,
+            timeout=httpx2.Timeout(self._call_timeout, read=None),
+            event_hooks={"response": [note_refusal]},
+        )
         stack.push_async_callback(http.aclose)
         assert spec.url is not None
         return streamable_http_client(spec.url, http_client=http)
