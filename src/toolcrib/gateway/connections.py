@@ -6,6 +6,7 @@ import re
 import shlex
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from toolcrib.catalog.cards import build_card
 from toolcrib.catalog.normalize import normalize_catalog
@@ -185,8 +186,18 @@ def connection_view(row: ConnectionRow) -> dict[str, Any]:
         "name": row.name,
         "connector": row.connector,
         "transport": row.transport,
-        "target": row.url if row.transport == "http" else " ".join(row.command or []),
+        "target": _without_userinfo(row.url or "")
+        if row.transport == "http"
+        else " ".join(row.command or []),
         "status": row.status,
         "reason": row.reason,
         "tools": row.tool_count,
     }
+
+
+def _without_userinfo(url: str) -> str:
+    """A URL's ``user:password@`` is a credential too (R-13.3): never shown."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc="***@" + parts.netloc.rpartition("@")[2]))
