@@ -1,4 +1,8 @@
-"""What every command shares: the ``--database`` option, running a gateway, printing data."""
+"""What every command shares: the ``--database`` option, running a gateway, printing data.
+
+Data (reasons, descriptions, upstream text) is printed as plain text, never as rich markup: a
+``[bold]`` or ``[Errno 2]`` in it must reach the terminal as written.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +14,9 @@ from typing import Any, TypeVar
 import anyio
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from toolcrib.errors import InBandError, ToolcribError
 from toolcrib.gateway.core import Gateway
@@ -43,10 +49,10 @@ def run_gateway(database: str | None, work: Callable[[Gateway], Awaitable[T]], *
     try:
         return anyio.run(main)
     except InBandError as exc:
-        err_console.print(f"[red]{exc.code}[/red]: {exc.message}")
+        err_console.print(f"[red]{exc.code}[/red]: {escape(exc.message)}")
         raise typer.Exit(1) from exc
     except ToolcribError as exc:
-        err_console.print(f"[red]error[/red]: {exc.message}")
+        err_console.print(f"[red]error[/red]: {escape(exc.message)}")
         raise typer.Exit(1) from exc
 
 
@@ -59,12 +65,11 @@ def emit(data: Any, as_json: bool, *, columns: Sequence[str] | None = None, titl
         cols = list(columns or data[0].keys())
         table = Table(*cols, title=title)
         for item in data:
-            table.add_row(*("" if item.get(c) is None else str(item.get(c)) for c in cols))
+            table.add_row(*(Text("" if item.get(c) is None else str(item.get(c))) for c in cols))
         console.print(table)
     elif isinstance(data, dict):
         for key, value in data.items():
-            console.print(
-                f"[bold]{key}[/bold]: {value if not isinstance(value, dict | list) else json.dumps(value)}"
-            )
+            shown = value if not isinstance(value, dict | list) else json.dumps(value)
+            console.print(f"[bold]{escape(str(key))}[/bold]: {escape(str(shown))}")
     else:
-        console.print(data if data not in (None, []) else "(nothing)")
+        console.print(data if data not in (None, []) else "(nothing)", markup=False)

@@ -103,7 +103,7 @@ def search(
     emit(rows, False, columns=["name", "risk", "confidence", "description"])
     for key in ("restricted", "not_connected"):
         if found.get(key):
-            console.print(f"{key}: {', '.join(found[key])}")
+            console.print(f"{key}: {', '.join(found[key])}", markup=False)
 
 
 @app.command()
@@ -132,7 +132,7 @@ def call(
         emit(result, True)
         return
     for block in result.get("content", []):
-        console.print(block.get("text", block))
+        console.print(block.get("text", block), markup=False)
 
 
 @app.command()

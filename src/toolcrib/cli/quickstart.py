@@ -10,6 +10,7 @@ import tempfile
 from pathlib import Path
 
 import anyio
+from rich.markup import escape
 
 from toolcrib.cli.common import console
 from toolcrib.gateway import connections, members
@@ -70,7 +71,7 @@ def prepare(settings: Settings) -> None:
     url = f"{settings.resource_url}/mcp"
     for name, status in out.items():
         if name != "token":
-            console.print(f"connected [bold]{name}[/bold]: {status}")
+            console.print(f"connected [bold]{name}[/bold]: {escape(status)}")
     config = {
         "mcpServers": {
             "toolcrib": {"type": "http", "url": url, "headers": {"Authorization": f"Bearer {out['token']}"}}

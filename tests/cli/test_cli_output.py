@@ -1,0 +1,18 @@
+"""The command line prints data as written: brackets in reasons and names are not rich markup."""
+
+from __future__ import annotations
+
+from tests.conftest import cli
+
+
+def test_error_message_keeps_its_brackets(db_url: str) -> None:
+    out = cli(db_url, "connections", "add", "Bad Name", "--connector", "X", "--command", "x", check=False)
+    assert out.returncode == 1
+    assert "^[a-z0-9][a-z0-9-]{0,39}$" in out.stderr
+
+
+def test_table_cells_keep_their_brackets(db_url: str) -> None:
+    cli(db_url, "connections", "add", "odd", "--connector", "[bold]X", "--command", "/no/such/[Errno]")
+    listed = cli(db_url, "connections", "list").stdout
+    assert "[bold]X" in listed
+    assert "[Errno]" in listed
