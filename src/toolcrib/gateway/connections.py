@@ -16,7 +16,6 @@ from toolcrib.errors import (
     InBandError,
     NotFound,
     Restricted,
-    StoreError,
     UpstreamAuthFailed,
 )
 from toolcrib.gateway import reach
@@ -141,7 +140,7 @@ async def sync_connection(gw: Gateway, name: str) -> ConnectionRow:
     return fresh
 
 
-def _reachable(gw: Gateway, principal: Principal | None, row: ConnectionRow, rules: Any) -> bool:
+def _reachable(principal: Principal | None, row: ConnectionRow, rules: Any) -> bool:
     if principal is None:
         return True
     return reach.decide(
@@ -153,12 +152,12 @@ async def list_connections(gw: Gateway, principal: Principal | None = None) -> l
     """Every connection the caller may reach (the restriction resolver decides, R-8.4)."""
     rows = await store.list_connections(gw.db)
     rules = (await gw.policy()).rules
-    return [r for r in rows if _reachable(gw, principal, r, rules)]
+    return [r for r in rows if _reachable(principal, r, rules)]
 
 
 async def get_connection(gw: Gateway, name: str, principal: Principal | None = None) -> ConnectionRow:
     row = await store.get_connection(gw.db, name)
-    if row is None or not _reachable(gw, principal, row, (await gw.policy()).rules):
+    if row is None or not _reachable(principal, row, (await gw.policy()).rules):
         raise NotFound(f"no connection named {name!r}")
     return row
 
@@ -171,11 +170,7 @@ async def refresh_connection(gw: Gateway, name: str, principal: Principal | None
 
 async def remove_connection(gw: Gateway, name: str) -> None:
     await gw.upstreams.discard(name)
-    try:
-        removed = await store.delete_connection(gw.db, name)
-    except StoreError:
-        raise
-    if not removed:
+    if not await store.delete_connection(gw.db, name):
         raise NotFound(f"no connection named {name!r}")
     gw.forget_connection(name)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from toolcrib.auth.jwt import InvalidToken, looks_like_jwt
 from toolcrib.errors import Unauthenticated
 from toolcrib.gateway.core import Gateway
 from toolcrib.policy.gates import Principal
@@ -14,8 +15,7 @@ async def authenticate(gw: Gateway, token: str | None) -> Principal:
     """The principal behind ``token``: a personal access token, or an OAuth JWT when configured."""
     if not token:
         raise Unauthenticated("a bearer token is required")
-    verifier = gw.jwt_verifier
-    if verifier is not None and token.count(".") == 2 and token.startswith("eyJ"):
+    if gw.jwt_verifier is not None and looks_like_jwt(token):
         return await _from_jwt(gw, token)
     found = await store.find_grant_by_token(gw.db, token)
     if found is None:
@@ -31,8 +31,6 @@ async def authenticate(gw: Gateway, token: str | None) -> Principal:
 
 
 async def _from_jwt(gw: Gateway, token: str) -> Principal:
-    from toolcrib.auth.jwt import InvalidToken
-
     assert gw.jwt_verifier is not None
     try:
         verified = await gw.jwt_verifier.verify(token)

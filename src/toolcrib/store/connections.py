@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import delete, insert, select, update
@@ -39,7 +39,6 @@ class StoredTool:
     record: ExactRecord
     card: dict[str, Any] | None
     refused: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def _row(r: Any) -> ConnectionRow:
