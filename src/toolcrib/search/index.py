@@ -17,15 +17,24 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
+import numpy.typing as npt
 
 from toolcrib.search.coverage import NameCoverage, name_parts
 from toolcrib.search.floor import QueryTerm, Weighed, weigh, widen
-from toolcrib.search.known_apps import KnownApp, carries, label_names, mentioned_apps
+from toolcrib.search.gate import Evidence, FittedGate
+from toolcrib.search.known_apps import (
+    KnownApp,
+    carries,
+    label_names,
+    mentioned_apps,
+    possible_apps,
+    tool_names,
+)
 from toolcrib.search.lexical import match_term
 from toolcrib.search.options import SearchOptions
 from toolcrib.search.postings import Postings
-from toolcrib.search.ranking import confidence, ordered, select
-from toolcrib.search.semantic import MeaningChannel
+from toolcrib.search.ranking import confidence, fitted_confidence, ordered, select
+from toolcrib.search.semantic import MAX_QUERY_CHARACTERS, Encoder, Matrix, MeaningChannel, doc_text
 from toolcrib.search.synonyms import synonyms
 from toolcrib.search.tokenize import query_words, stem, words
 from toolcrib.search.values import value_words
@@ -34,6 +43,7 @@ __all__ = ["Hit", "SearchDoc", "SearchIndex", "SearchResult"]
 
 Visibility = Callable[[str], bool]
 Fields = tuple[frozenset[str], frozenset[str], frozenset[str]]
+Vector = npt.NDArray[np.float64]
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,28 +75,41 @@ _EMPTY = SearchResult([], [], [])
 class SearchIndex:
     """Connected tools, searchable by intent (R-5.2..R-5.11)."""
 
-    def __init__(self, *, semantic: bool = False, options: SearchOptions | None = None) -> None:
+    def __init__(self, *, encoder: Encoder | None = None, options: SearchOptions | None = None) -> None:
         self._options = options or SearchOptions()
         self._docs: list[SearchDoc | None] = []
         self._fields: list[Fields | None] = []
         self._free: list[int] = []
+        self._slot_of: dict[str, int] = {}
+        self._tool_names: dict[str, set[int]] = {}  # a name a tool's own name spells -> those slots
         self._accounts: dict[str, list[int]] = {}
         self._labels: dict[str, frozenset[str]] = {}
         self._label_accounts: dict[str, set[str]] = {}  # a label name -> the accounts whose labels hold it
         self._postings = Postings()
         self._coverage = NameCoverage()
-        self._meaning = MeaningChannel.load() if semantic else None
+        self._encoder = encoder
+        self._meaning = MeaningChannel() if encoder is not None else None
+        self._gate: FittedGate | None = None
 
     @property
     def semantic(self) -> bool:
         """Whether the meaning channel (R-5.8) is in use."""
         return self._meaning is not None
 
+    def encode(self, texts: list[str]) -> Matrix:
+        """Unit vectors of ``texts`` by this index's encoder (CPU work: keep it off the event loop)."""
+        assert self._encoder is not None, "this index has no meaning channel"
+        return self._encoder.encode(texts)
+
     def __len__(self) -> int:
         return len(self._docs) - len(self._free)
 
-    def replace_account(self, account: str, docs: Sequence[SearchDoc]) -> None:
-        """Make ``docs`` the account's tools, touching no other account."""
+    def replace_account(self, account: str, docs: Sequence[SearchDoc], vectors: Matrix | None = None) -> None:
+        """Make ``docs`` the account's tools, touching no other account.
+
+        ``vectors`` are the tools' unit vectors (rows of ``encode([doc_text(d) for d in docs])``),
+        computed by the caller off the event loop; when omitted they are encoded here.
+        """
         self.remove_account(account)
         if not docs:
             return
@@ -96,7 +119,9 @@ class SearchIndex:
         for name in self._labels[account]:
             self._label_accounts.setdefault(name, set()).add(account)
         if self._meaning is not None:
-            self._meaning.add([(slot, doc) for slot, doc in zip(slots, docs, strict=True)])
+            if vectors is None:
+                vectors = self.encode([doc_text(doc) for doc in docs])
+            self._meaning.add(slots, vectors)
 
     def remove_account(self, account: str) -> None:
         for slot in self._accounts.pop(account, []):
@@ -104,6 +129,14 @@ class SearchIndex:
             assert fields is not None
             self._postings.remove(slot, fields)
             self._coverage.discard(slot)
+            doc = self._docs[slot]
+            assert doc is not None
+            self._slot_of.pop(doc.public_name, None)
+            for name in tool_names(doc.name):
+                holders = self._tool_names[name]
+                holders.discard(slot)
+                if not holders:
+                    del self._tool_names[name]
             self._docs[slot] = None
             self._fields[slot] = None
             self._free.append(slot)
@@ -125,6 +158,9 @@ class SearchIndex:
             slot = len(self._docs)
             self._docs.append(doc)
             self._fields.append(fields)
+        self._slot_of[doc.public_name] = slot
+        for name in tool_names(doc.name):
+            self._tool_names.setdefault(name, set()).add(slot)
         self._postings.add(slot, fields)
         self._coverage.add(slot, name_parts(doc.name) if self._options.stemming else frozenset(fields[0]))
         return slot
@@ -149,29 +185,139 @@ class SearchIndex:
         limit: int = 3,
         visible: Visibility | None = None,
         withheld: Visibility | None = None,
+        query_vector: Matrix | None = None,
     ) -> SearchResult:
-        """Ranked visible tools for ``query``; possibly none, which is a correct answer."""
+        """Ranked visible tools for ``query``; possibly none, which is a correct answer.
+
+        Only the first ``MAX_QUERY_CHARACTERS`` of the query are read. ``query_vector`` is the
+        query's unit vector when the caller encoded it already (else it is encoded here).
+        """
+        query = query[:MAX_QUERY_CHARACTERS]
         if self._options.known_apps:
             missing = self._not_connected(mentioned_apps(query), visible, withheld)
             if missing:
                 return SearchResult([], [], missing)
-        weighed = self._weigh(query)
-        if weighed is None:
+        if not self._options.fitted:
+            return self._search_floor(query, limit, visible, withheld)
+        result = self._search_fitted(query, limit, visible, withheld, query_vector)
+        if self._options.known_apps:
+            named = self._named_by_ordinary_word(query, result, visible, withheld)
+            if named:
+                return SearchResult([], [], named)
+        return result
+
+    def _named_by_ordinary_word(
+        self, query: str, result: SearchResult, visible: Visibility | None, withheld: Visibility | None
+    ) -> list[str]:
+        """Apps named by an ordinary word in lower case ("create a linear issue") that nobody visible
+        carries, decided from the evidence: the word named the app when the best tool the engine
+        would return does not hold it (in its name, labels or description), or, with nothing
+        returned, when no tool holds it at all. "linear regression" next to a regression tool that
+        says "linear" stays a query about that tool (R-5.11)."""
+        possible = [
+            (app, seq) for app, seq in possible_apps(query) if not self._carried(app, visible, withheld)
+        ]
+        if not possible:
+            return []
+        top = self._slot_of.get(result.hits[0].public_name) if result.hits else None
+        named = []
+        for app, seq in possible:
+            words = {stem(w) for w in seq}
+            if top is not None:
+                fields = self._fields[top]
+                assert fields is not None
+                held = all(any(w in f for f in fields) for w in words)
+            else:
+                held = all(self._postings.knows(w) for w in words)
+            if not held:
+                named.append(app.canonical)
+        return named
+
+    def _search_fitted(
+        self,
+        query: str,
+        limit: int,
+        visible: Visibility | None,
+        withheld: Visibility | None,
+        query_vector: Matrix | None,
+    ) -> SearchResult:
+        evidence = self.evidence(query, query_vector)
+        decision = None if evidence is None else self.gate.decide(evidence)
+        if decision is None or not decision.answer:
             return _EMPTY
-        key, shown = weighed.rank_key(), weighed.score
-        eligible, lifted = weighed.passing, np.zeros(len(self._docs), dtype=bool)
-        if self._meaning is not None:
-            key, eligible, lifted = self._meaning.rerank(query, weighed, self._options)
-            shown = key
-        ranked = ordered(np.flatnonzero(eligible), key, self._name_of, weighed.name_share)
+        slots = decision.slots[decision.keep]
+        score = dict(zip(slots.tolist(), decision.ranked[decision.keep].tolist(), strict=True))
+        key = np.full(len(self._docs), -np.inf)
+        key[slots] = decision.ranked[decision.keep]
+        ranked = ordered(slots, key, self._name_of, evidence.name_share if evidence else None)
+        chosen, restricted = select(ranked, self._name_of, limit, visible, withheld)
+        best = float(decision.ranked[0])
+        hits = [
+            Hit(self._name_of(s), score[s], fitted_confidence(decision.probability, best - score[s]))
+            for s in chosen
+        ]
+        return SearchResult(hits, restricted, [])
+
+    def _search_floor(
+        self, query: str, limit: int, visible: Visibility | None, withheld: Visibility | None
+    ) -> SearchResult:
+        """The hand-set relevance floor of the first engine (kept as the benchmark's baseline)."""
+        found = self._weigh(query)
+        if found is None:
+            return _EMPTY
+        weighed = found[0]
+        ranked = ordered(
+            np.flatnonzero(weighed.passing), weighed.rank_key(), self._name_of, weighed.name_share
+        )
         slots, restricted = select(ranked, self._name_of, limit, visible, withheld)
         hits = [
-            Hit(self._name_of(s), float(shown[s]), confidence(float(weighed.share[s]), bool(lifted[s])))  # type: ignore[arg-type]
+            Hit(self._name_of(s), float(weighed.score[s]), confidence(float(weighed.share[s]), False))  # type: ignore[arg-type]
             for s in slots
         ]
         return SearchResult(hits, restricted, [])
 
-    def _weigh(self, query: str) -> Weighed | None:
+    @property
+    def gate(self) -> FittedGate:
+        if self._gate is None:
+            self._gate = FittedGate.packaged(semantic=self.semantic)
+        return self._gate
+
+    def use_gate(self, gate: FittedGate) -> None:
+        """Rank and gate with ``gate`` instead of the shipped models (the fitting script does)."""
+        self._gate = gate
+
+    def evidence(self, query: str, query_vector: Matrix | None = None) -> Evidence | None:
+        """Everything the ranker and the gate read about ``query``, per slot (None: no term)."""
+        found = self._weigh(query)
+        if found is None:
+            return None
+        weighed, covered, terms = found
+        size = len(self._docs)
+        label = np.zeros(size)
+        for term in terms:
+            label[self._postings.label.slots(term.word)] = 1.0
+        unmatched = sum(weighed.weights[t.word] for t in terms if not t.match.matched and not t.value)
+        cosine = None
+        live = np.fromiter((doc is not None for doc in self._docs), dtype=bool, count=size)
+        if self._meaning is not None:
+            vector = self.encode([query])[0] if query_vector is None else query_vector
+            cosine = self._meaning.cosine(vector, size)
+        spread = cosine[live] if cosine is not None and live.any() else np.zeros(1)
+        return Evidence(
+            score=weighed.score,
+            share=weighed.share,
+            name_share=covered[0],
+            name_words=covered[1],
+            label=label,
+            cosine=cosine,
+            cosine_mean=float(spread.mean()),
+            cosine_std=float(spread.std()),
+            live=live,
+            terms=len(terms),
+            unmatched=unmatched / weighed.total if weighed.total > 0 else 1.0,
+        )
+
+    def _weigh(self, query: str) -> tuple[Weighed, tuple[Vector, Vector], list[QueryTerm]] | None:
         options = self._options
         terms = query_words(query, self._postings.knows, stemming=options.stemming)
         if not terms or not len(self):
@@ -197,16 +343,15 @@ class SearchIndex:
         weighed = weigh(scored, len(self), size, floor=options.floor, drop_values=options.drop_values)
         if weighed.total <= 0:
             return None
-        coverage = None
-        if options.name_coverage is not None:
-            coverage = self._coverage.covered(alternatives_of, self._postings, len(self), size)
-        return widen(
+        covered = self._coverage.covered(alternatives_of, self._postings, len(self), size)
+        widened = widen(
             weighed,
-            coverage,
+            covered if options.name_coverage is not None else None,
             share=options.name_coverage or 0.0,
             words=options.name_coverage_words,
             companions=options.companions,
         )
+        return widened, covered, scored
 
     def _not_connected(
         self,
@@ -218,17 +363,23 @@ class SearchIndex:
         return [app.canonical for app, _ in apps if not self._carried(app, visible, withheld)]
 
     def _carried(self, app: KnownApp, visible: Visibility | None, withheld: Visibility | None) -> bool:
+        """Whether an account or connector label, or a tool's own name ("Zillow",
+        "slack_post_message"), that the caller can see (or is denied) carries ``app``."""
+        spelled = {"".join(seq) for seq in app.names + app.ambiguous_names}
         # Only accounts whose label names hold one of the app's names can carry it: look those up
         # instead of testing every account's labels.
-        spelled = {"".join(seq) for seq in app.names + app.ambiguous_names}
         candidates = sorted(set().union(*(self._label_accounts.get(name, set()) for name in spelled)))
-        for account in candidates:
-            if not carries(self._labels[account], app):
-                continue
+        slots = [
+            slot
+            for account in candidates
+            if carries(self._labels[account], app)
+            for slot in self._accounts[account]
+        ]
+        slots += sorted(set().union(*(self._tool_names.get(name, set()) for name in spelled)))
+        for slot in slots:
             if visible is None:
                 return True
-            for slot in self._accounts[account]:
-                name = self._name_of(slot)
-                if visible(name) or (withheld is not None and withheld(name)):
-                    return True
+            name = self._name_of(slot)
+            if visible(name) or (withheld is not None and withheld(name)):
+                return True
         return False

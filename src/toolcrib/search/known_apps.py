@@ -6,8 +6,10 @@ of another app. Such a word is never typo-matched to another word ("notion" is n
 
 One entry a line: ``canonical | alias | alias``. Names are matched as whole word sequences after
 the tokenizer (``Cal.com`` -> ``cal com``). A leading ``~`` marks a name that is also an ordinary
-English word (Linear, Zoom, Box, Teams...): it counts as the app only when the query writes it
-capitalized and not as its first word ("create a Linear issue", not "linear regression").
+English word (Linear, Zoom, Box, Segment, Indeed...): written capitalized and not as the query's
+first word it names the app for certain ("create a Linear issue"); written otherwise it only may
+("create a linear issue", "linear regression"), and the index decides from its evidence: when the
+tool it would return does not match that word, the word named the app (see ``SearchIndex``).
 """
 
 from __future__ import annotations
@@ -17,11 +19,20 @@ from functools import cache
 
 from toolcrib.search.tokenize import raw_words
 
-__all__ = ["KnownApp", "app_tokens", "carries", "known_apps", "label_names", "mentioned_apps"]
+__all__ = [
+    "KnownApp",
+    "app_tokens",
+    "carries",
+    "known_apps",
+    "label_names",
+    "mentioned_apps",
+    "possible_apps",
+    "tool_names",
+]
 
 _REGISTRY = """
 jira | jira software | jira cloud
-confluence
+~confluence
 trello
 bitbucket
 asana
@@ -29,7 +40,7 @@ asana
 ~notion
 ~monday | monday.com
 clickup
-basecamp
+~basecamp
 smartsheet
 airtable
 coda | coda.io
@@ -37,16 +48,16 @@ wrike
 todoist
 ticktick
 evernote
-obsidian
+~obsidian
 onenote | microsoft onenote
-slack
-discord
+~slack
+~discord
 microsoft teams | ms teams | ~teams
 ~zoom | zoom meetings
 webex | cisco webex
 google meet
 skype
-telegram
+~telegram
 whatsapp
 ~signal | signal messenger
 wechat | weixin
@@ -58,10 +69,10 @@ intercom
 zendesk
 freshdesk
 freshservice
-help scout | helpscout
+~help scout | helpscout
 front app
-drift
-crisp
+~drift
+~crisp
 gmail
 outlook.com | microsoft outlook | ~outlook
 yahoo mail
@@ -70,7 +81,7 @@ fastmail
 mailchimp
 sendgrid
 mailgun
-postmark
+~postmark
 brevo | sendinblue
 klaviyo
 constant contact
@@ -107,8 +118,8 @@ paypal
 square payments | squareup
 braintree
 adyen
-plaid
-wise | transferwise
+~plaid
+~wise | transferwise
 venmo
 revolut
 quickbooks | quickbooks online
@@ -116,18 +127,18 @@ xero
 freshbooks
 netsuite | oracle netsuite
 sage accounting
-gusto
+~gusto
 rippling
 bamboohr
-workday
+~workday
 adp
 expensify
 brex
-ramp
+~ramp
 bill.com
 chargebee
 recurly
-paddle
+~paddle
 lemon squeezy
 salesforce | sfdc
 hubspot
@@ -144,34 +155,34 @@ magento
 bigcommerce
 etsy
 ebay
-amazon | amazon.com
+~amazon | amazon.com
 amazon seller central
 walmart
 doordash
 uber eats | ubereats
 grubhub
 instacart
-uber
+~uber
 lyft
 airbnb
 booking.com
 expedia
 tripadvisor
-kayak
+~kayak
 skyscanner
 opentable
-yelp
-twitter | tweet | tweets | tweeting
+~yelp
+twitter
 x.com
 facebook | fb
 instagram
 linkedin
 tiktok
 snapchat
-pinterest
+~pinterest
 reddit
 threads app
-mastodon
+~mastodon
 bluesky
 tumblr
 ~medium | medium.com
@@ -191,18 +202,18 @@ canva
 figma
 sketch app
 adobe photoshop | photoshop
-adobe illustrator | illustrator
-adobe acrobat | acrobat
+adobe illustrator | ~illustrator
+adobe acrobat | ~acrobat
 adobe premiere
 lightroom
 miro
 lucidchart
 whimsical
 invision
-framer
+~framer
 github | gh
 gitlab
-azure devops | ado
+azure devops | ~ado
 jenkins
 circleci
 travis ci
@@ -216,7 +227,7 @@ railway app
 cloudflare
 digitalocean
 linode
-aws | amazon web services | ec2 | s3 | lambda | dynamodb | cloudwatch | route 53 | amazon rds
+aws | amazon web services | ec2 | s3 | ~lambda | dynamodb | cloudwatch | route 53 | amazon rds
 azure | microsoft azure
 firebase
 supabase
@@ -225,14 +236,14 @@ mysql
 postgresql | postgres | psql
 sqlite
 redis
-elasticsearch | elastic
+elasticsearch | ~elastic
 opensearch
-snowflake
+~snowflake
 bigquery
 databricks
-redshift
+~redshift
 clickhouse
-pinecone
+~pinecone
 weaviate
 qdrant
 neo4j
@@ -245,19 +256,19 @@ terraform
 ansible
 datadog
 new relic
-sentry
+~sentry
 pagerduty
 opsgenie
 grafana
-prometheus
+~prometheus
 splunk
-honeycomb
+~honeycomb
 statuspage
 launchdarkly
 postman
 npm
 pypi
-maven
+~maven
 stack overflow | stackoverflow
 hacker news
 wikipedia
@@ -273,27 +284,27 @@ spotify
 apple music
 soundcloud
 netflix
-twitch
+~twitch
 vimeo
-steam
+~steam
 epic games
 playstation
 xbox
 openai | chatgpt
 anthropic | claude
-gemini | google gemini
-perplexity
+~gemini | google gemini
+~perplexity
 midjourney
 stable diffusion
 hugging face | huggingface
-replicate
+~replicate
 elevenlabs
 deepl
 google translate
 grammarly
-otter.ai | otter
-fireflies.ai | fireflies
-loom
+otter.ai | ~otter
+fireflies.ai | ~fireflies
+~loom
 typeform
 surveymonkey
 jotform
@@ -317,14 +328,14 @@ zapier
 make.com | integromat
 ifttt
 n8n
-segment
+~segment
 mixpanel
-amplitude
+~amplitude
 heap analytics
 hotjar
 fullstory
-looker
-tableau
+~looker
+~tableau
 power bi | powerbi
 metabase
 apple notes
@@ -333,22 +344,22 @@ apple calendar
 things 3
 home assistant
 philips hue
-nest
-ring
+~nest
+~ring
 tesla
-fitbit
-strava
+~fitbit
+~strava
 garmin
 myfitnesspal
-peloton
+~peloton
 duolingo
 coursera
 udemy
 khan academy
 goodreads
-kindle
-audible
-pocket
+~kindle
+~audible
+~pocket
 instapaper
 raindrop.io
 feedly
@@ -359,39 +370,39 @@ craft docs
 bear notes
 dynalist
 workflowy
-harvest
+~harvest
 toggl
 clockify
 rescuetime
 calendly
-doodle
+~doodle
 eventbrite
-meetup
+~meetup
 ticketmaster
 greenhouse
-lever
+~lever
 workable
 ashby
-indeed
+~indeed
 glassdoor
 upwork
 fiverr
 coinbase
 binance
-kraken
+~kraken
 robinhood
 etrade | e*trade
 interactive brokers
 schwab | charles schwab
-fidelity
-vanguard
+~fidelity
+~vanguard
 bloomberg
-alpaca
+~alpaca
 polygon.io
 alpha vantage
 weather.com
 accuweather
-ups
+~ups
 fedex
 usps
 dhl
@@ -452,20 +463,31 @@ def _capitalized_words(query: str) -> list[bool]:
 
 
 def mentioned_apps(query: str) -> list[tuple[KnownApp, tuple[str, ...]]]:
-    """Known apps the query names, with the word sequence that named each (longest match)."""
+    """Known apps the query names for certain, with the word sequence that named each (longest
+    match): a name that is not an ordinary word, or an ordinary one written capitalized, not first."""
+    return [(app, seq) for app, seq, certain in _mentions(query) if certain]
+
+
+def possible_apps(query: str) -> list[tuple[KnownApp, tuple[str, ...]]]:
+    """Known apps whose name is an ordinary word the query writes in lower case ("create a linear
+    issue", "linear regression"): the engine decides from its evidence whether it names the app."""
+    return [(app, seq) for app, seq, certain in _mentions(query) if not certain]
+
+
+def _mentions(query: str) -> list[tuple[KnownApp, tuple[str, ...], bool]]:
     tokens = raw_words(query, camel=False)
     caps = _capitalized_words(query)
     if len(caps) != len(tokens):
         caps = [False] * len(tokens)
-    found: list[tuple[KnownApp, tuple[str, ...]]] = []
+    found: list[tuple[KnownApp, tuple[str, ...], bool]] = []
     i = 0
     while i < len(tokens):
         step = 1
         for seq, app, ambiguous in _by_first_word().get(tokens[i], []):
-            if tuple(tokens[i : i + len(seq)]) != seq or (ambiguous and not caps[i]):
+            if tuple(tokens[i : i + len(seq)]) != seq:
                 continue
-            if all(app is not other for other, _ in found):
-                found.append((app, seq))
+            if all(app is not other for other, _, _ in found):
+                found.append((app, seq, not ambiguous or caps[i]))
             step = len(seq)
             break
         i += step
@@ -483,6 +505,15 @@ def label_names(*labels: str) -> frozenset[str]:
                 for j in range(i + 1, len(parts) + 1):
                     names.add("".join(parts[i:j]))
     return frozenset(names)
+
+
+def tool_names(name: str) -> frozenset[str]:
+    """What a tool's own name can be said to carry: runs of up to three of its words, joined
+    (``slack_post_message`` -> ``slack``, ``slackpost``, ...; ``Zillow`` -> ``zillow``)."""
+    parts = raw_words(name, camel=False)
+    return frozenset(
+        "".join(parts[i:j]) for i in range(len(parts)) for j in range(i + 1, min(i + 3, len(parts)) + 1)
+    )
 
 
 def carries(names: frozenset[str], app: KnownApp) -> bool:

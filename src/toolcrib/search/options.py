@@ -33,16 +33,9 @@ class SearchOptions:
     """The same for the name score (0: always 5 or 3, as R-5.2 reads)."""
     known_apps: bool = True
     """R-5.11: answer ``not_connected`` for a named known app no visible account carries."""
-    rrf_k: float = 60.0
-    """R-5.8 reciprocal-rank fusion constant."""
-    lexical_first: bool = False
-    """R-5.8: rank every tool over the floor before any tool lifted by meaning alone."""
-    semantic_lift: float = 0.55
-    """R-5.8: cosine at which the meaning channel alone may lift a tool over the floor."""
-    semantic_partial: float = 0.30
-    """R-5.8: a tool that matched at least this share of the query's weight lexically may be
-    lifted at a lower cosine (``semantic_partial_cosine``)."""
-    semantic_partial_cosine: float = 0.45
+    fitted: bool = True
+    """R-5.3/R-5.8: rank by the fitted fusion and answer by the calibrated gate (``gate.py``). False
+    applies the hand-set relevance floor of the first engine (the benchmark's baseline rows)."""
 
 
 SEED_RULES = SearchOptions(
@@ -54,5 +47,6 @@ SEED_RULES = SearchOptions(
     description_length_b=0.0,
     name_coverage=None,
     companions=None,
+    fitted=False,
 )
 """The literal rules of R-5.2/R-5.3 with no refinement: the benchmark's floor baseline."""

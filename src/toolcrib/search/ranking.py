@@ -8,11 +8,12 @@ the ranked candidates only, so filtering never rebuilds the index.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["MAX_RESTRICTED", "confidence", "fuse", "ordered", "select"]
+__all__ = ["MAX_RESTRICTED", "confidence", "fitted_confidence", "ordered", "select"]
 
 MAX_RESTRICTED = 10
 _SCAN_AFTER_FULL = 256
@@ -65,21 +66,22 @@ def select(
     return hits, sorted(restricted)
 
 
-def fuse(lexical: Vector, cosine: Vector, candidates: Slots, k: float) -> Vector:
-    """Reciprocal-rank fusion of the lexical and the meaning ranking over ``candidates``."""
-    fused = np.zeros(len(lexical))
-    for key, only_positive in ((lexical, True), (cosine, False)):
-        pool = candidates[key[candidates] > 0] if only_positive else candidates
-        order = pool[np.argsort(-key[pool], kind="stable")]
-        fused[order] += 1.0 / (k + np.arange(1, len(order) + 1))
-    return fused
-
-
 def confidence(share: float, lifted: bool) -> str:
     """high: the tool matched (nearly) all of the query's weight; medium: over the half-weight
     floor; low: passed only by name coverage, as a companion, or lifted by meaning alone."""
     if lifted or share < 0.5:
         return "low"
     if share >= 0.85:
+        return "high"
+    return "medium"
+
+
+def fitted_confidence(probability: float, behind: float) -> Literal["high", "medium", "low"]:
+    """From the gate's probability that the query is about a connected tool, and how far (in ranker
+    score) this tool stands behind the best: high for the clear best answer, low for the runners-up
+    a multi-step task may need."""
+    if behind > 1.0 or probability < 0.5:
+        return "low"
+    if probability >= 0.85 and behind <= 0.0:
         return "high"
     return "medium"

@@ -1,112 +1,83 @@
-"""The optional meaning channel and its fusion with the lexical ranking (SPEC R-5.8).
+"""The meaning channel: one unit vector per indexed tool, and cosine against a query (SPEC R-5.8).
 
-Each tool is embedded once, at index time, from ``"{name words}: {description}"``; vectors are
-cached by that text, so replacing an account whose tools did not change costs no encoding.
-A query's ranking by cosine is fused with the lexical one by reciprocal-rank fusion. The floor
-still decides what may be returned: a tool under it is lifted only on strong meaning evidence
-(thresholds in ``SearchOptions``, chosen on the benchmark; see docs/search.md), and a query
-naming an app that is not connected never reaches this channel (R-5.11).
+Each tool is embedded from ``doc_text(doc)`` (``"{name words}: {description}"``). The vectors are
+computed outside this module (the gateway encodes off the event loop and caches them by text hash
+in the store; the evaluation tools encode in place) and handed to ``add``; this module only keeps
+them in a matrix whose row is the tool's slot in the index, so a cosine against every tool is one
+matrix-vector product.
 
-When the extra is not installed, ``MeaningChannel.load`` returns None and search stays lexical,
-saying nothing.
+``load_encoder`` returns the packaged encoder, or None (with the reason) when it cannot be used:
+search then runs on words and trigrams alone.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
+import logging
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
-from toolcrib.search.floor import Weighed
-from toolcrib.search.options import SearchOptions
-from toolcrib.search.ranking import fuse
 from toolcrib.search.tokenize import raw_words
 
 if TYPE_CHECKING:
     from toolcrib.search.index import SearchDoc
 
-__all__ = ["Encoder", "MeaningChannel", "doc_text"]
+__all__ = ["DIMENSIONS", "Encoder", "MeaningChannel", "doc_text", "load_encoder"]
 
-_DIMENSIONS = 384
-_CACHE_SIZE = 200_000
-_QUERY_CACHE_SIZE = 1_024
+logger = logging.getLogger(__name__)
+
+DIMENSIONS = 384
+MAX_QUERY_CHARACTERS = 1_000
+"""Only the first characters of a query are encoded (the rest costs time and adds nothing)."""
 
 Matrix = npt.NDArray[np.float32]
 Vector = npt.NDArray[np.float64]
-Mask = npt.NDArray[np.bool_]
 
 
 class Encoder(Protocol):
-    def encode(self, texts: list[str], batch_size: int = 64) -> Matrix: ...
+    def encode(self, texts: list[str]) -> Matrix: ...
 
 
 def doc_text(doc: SearchDoc) -> str:
+    """The text a tool is embedded from; also its key in the vector cache."""
     return f"{' '.join(raw_words(doc.name))}: {doc.description}"
 
 
+def load_encoder() -> tuple[Encoder | None, str | None]:
+    """The packaged encoder and None, or None and why it cannot be used."""
+    from toolcrib.search.vectors import EncoderUnavailable, MiniLM
+
+    try:
+        return MiniLM.packaged(), None
+    except EncoderUnavailable as exc:
+        logger.warning("meaning search is off: %s", exc)
+        return None, str(exc)
+
+
 class MeaningChannel:
-    """Unit vectors of the indexed tools, one row per slot."""
+    """Unit vectors of the indexed tools, one row per slot (zero rows for empty slots)."""
 
-    def __init__(self, encoder: Encoder) -> None:
-        self._encoder = encoder
-        self._rows: Matrix = np.zeros((0, _DIMENSIONS), dtype=np.float32)
-        self._cache: OrderedDict[str, Matrix] = OrderedDict()
-        self._queries: OrderedDict[str, Matrix] = OrderedDict()
+    def __init__(self) -> None:
+        self._rows: Matrix = np.zeros((0, DIMENSIONS), dtype=np.float32)
 
-    @classmethod
-    def load(cls) -> MeaningChannel | None:
-        """The channel over the packaged model, or None when the extra is not installed."""
-        try:
-            from toolcrib.search.vectors import MiniLM
-        except ImportError:
-            return None
-        return cls(MiniLM.packaged())
-
-    def add(self, docs: list[tuple[int, SearchDoc]]) -> None:
-        texts = [doc_text(doc) for _, doc in docs]
-        missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
-        if missing:
-            for text, vector in zip(missing, self._encoder.encode(missing), strict=True):
-                self._remember(self._cache, text, vector, _CACHE_SIZE)
-        need = max(slot for slot, _ in docs) + 1
+    def add(self, slots: list[int], vectors: Matrix) -> None:
+        if not slots:
+            return
+        need = max(slots) + 1
         if need > len(self._rows):
-            grown = np.zeros((max(need, 2 * len(self._rows)), _DIMENSIONS), dtype=np.float32)
+            grown = np.zeros((max(need, 2 * len(self._rows)), DIMENSIONS), dtype=np.float32)
             grown[: len(self._rows)] = self._rows
             self._rows = grown
-        for (slot, _), text in zip(docs, texts, strict=True):
-            self._rows[slot] = self._cache[text]
+        self._rows[slots] = vectors
 
     def discard(self, slot: int) -> None:
-        self._rows[slot] = 0.0
+        if slot < len(self._rows):
+            self._rows[slot] = 0.0
 
-    @staticmethod
-    def _remember(cache: OrderedDict[str, Matrix], key: str, value: Matrix, size: int) -> None:
-        cache[key] = value
-        cache.move_to_end(key)
-        while len(cache) > size:
-            cache.popitem(last=False)
-
-    def cosine(self, query: str, size: int) -> Vector:
-        vector = self._queries.get(query)
-        if vector is None:
-            vector = self._encoder.encode([query])[0]
-        self._remember(self._queries, query, vector, _QUERY_CACHE_SIZE)
+    def cosine(self, query: Matrix, size: int) -> Vector:
+        """Cosine of the query's unit vector with every slot (0 for empty slots)."""
         out = np.zeros(size)
         rows = min(size, len(self._rows))
-        out[:rows] = self._rows[:rows] @ vector
+        out[:rows] = self._rows[:rows] @ query
         return out
-
-    def rerank(self, query: str, weighed: Weighed, options: SearchOptions) -> tuple[Vector, Mask, Mask]:
-        """Fused key, eligibility (floor or lift) and which eligible tools were lifted."""
-        cosine = self.cosine(query, len(weighed.score))
-        lifted = (cosine >= options.semantic_lift) | (
-            (weighed.share >= options.semantic_partial) & (cosine >= options.semantic_partial_cosine)
-        )
-        lifted &= ~weighed.passing
-        eligible = weighed.passing | lifted
-        fused = fuse(weighed.score, cosine, np.flatnonzero(eligible), options.rrf_k)
-        if options.lexical_first:
-            fused = fused + weighed.passing * 1.0  # every tool over the floor ranks before a lifted one
-        return fused, eligible, lifted

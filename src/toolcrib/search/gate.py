@@ -1,0 +1,270 @@
+"""Ranking by fitted fusion, and the calibrated answer-or-empty gate (SPEC R-5.2, R-5.3, R-5.8).
+
+The engine gathers its evidence for one query (``Evidence``): per tool, the lexical score of
+R-5.2 and the share of the query's weight it matches, how much of the tool's name the query
+covers, and the meaning channel's cosine. Two small logistic models, fitted by
+``bench/fit_gate.py`` on the public evaluation sets and shipped as ``model/gate.json``, decide:
+
+* the **ranker** scores each candidate tool from its evidence (a fusion whose weights are
+  fitted, not guessed); tools are ordered by that score;
+* the **gate** reads the query-level evidence of the best candidate (its ranker score, the
+  margin to the runner-up, the best cosine and lexical share, the query's length) and says
+  whether anything fits at all. When it does, every candidate within ``keep`` of the best
+  ranker score is returned too (the other steps of a multi-step task).
+
+There is one pair of models with the meaning channel and one for words alone (used when the
+encoder cannot load). No word list takes part: what a tool is, and whether a query is about
+one, come from the catalog and the query.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = [
+    "GATE_FEATURES",
+    "PAIR_FEATURES",
+    "Decision",
+    "Evidence",
+    "FittedGate",
+    "Logistic",
+    "candidates",
+    "gate_features",
+    "pair_features",
+]
+
+Vector = npt.NDArray[np.float64]
+Matrix = npt.NDArray[np.float64]
+Slots = npt.NDArray[np.int64]
+
+DEPTH = 30
+"""Candidates per channel: the best this many by lexical score and by cosine."""
+
+PAIR_FEATURES = (
+    "cosine",
+    "cosine_z",
+    "cosine_gap",
+    "cosine_rank",
+    "share",
+    "score_rel",
+    "lexical_rank",
+    "name_share",
+    "name_words",
+    "label",
+    "cosine_x_share",
+)
+GATE_FEATURES = (
+    "top",
+    "margin",
+    "cosine_max",
+    "cosine_margin",
+    "cosine_z",
+    "share_max",
+    "name_share_max",
+    "terms",
+    "unmatched",
+)
+_PACKAGED = Path(__file__).parent / "model" / "gate.json"
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """What the engine knows about one query, per slot of the index."""
+
+    score: Vector  # R-5.2 lexical score
+    share: Vector  # share of the query's weight the tool matches
+    name_share: Vector  # share of the tool's name weight the query holds
+    name_words: Vector  # how many of the tool's name words the query holds
+    label: Vector  # 1 where a query word is a word of the tool's account or connector label
+    cosine: Vector | None  # meaning channel; None when it is down
+    cosine_mean: float  # mean and spread of the cosine over every tool: how far the best stands out
+    cosine_std: float
+    live: npt.NDArray[np.bool_]  # slots that hold a tool
+    terms: int  # query terms that carry weight
+    unmatched: float  # share of the query's weight no tool matches at all
+
+
+def candidates(evidence: Evidence, depth: int = DEPTH) -> Slots:
+    """The best ``depth`` tools by lexical score and by cosine (those with any evidence)."""
+    pools: list[Slots] = []
+    lexical = np.flatnonzero(evidence.score > 0)
+    if len(lexical):
+        pools.append(lexical[np.argsort(-evidence.score[lexical], kind="stable")[:depth]])
+    if evidence.cosine is not None:
+        live = np.flatnonzero(evidence.live)
+        if len(live):
+            pools.append(live[np.argsort(-evidence.cosine[live], kind="stable")[:depth]])
+    if not pools:
+        return np.zeros(0, dtype=np.int64)
+    return np.unique(np.concatenate(pools)).astype(np.int64)
+
+
+def _inverse_rank(values: Vector) -> Vector:
+    order = np.argsort(-values, kind="stable")
+    ranks = np.empty(len(values))
+    ranks[order] = np.arange(len(values))
+    return 1.0 / (1.0 + ranks)
+
+
+def pair_features(evidence: Evidence, slots: Slots) -> Matrix:
+    """One row of ``PAIR_FEATURES`` per candidate slot."""
+    n = len(slots)
+    score = evidence.score[slots]
+    best = float(score.max()) if n else 0.0
+    share = evidence.share[slots]
+    if evidence.cosine is not None:
+        cosine = evidence.cosine[slots]
+        gap = cosine - (float(cosine.max()) if n else 0.0)
+        cosine_rank = _inverse_rank(cosine)
+        z = (cosine - evidence.cosine_mean) / max(evidence.cosine_std, 1e-6)
+    else:
+        cosine = gap = cosine_rank = z = np.zeros(n)
+    lexical_rank = np.where(score > 0, _inverse_rank(score), 0.0)
+    columns = (
+        cosine,
+        z,
+        gap,
+        cosine_rank,
+        share,
+        score / best if best > 0 else np.zeros(n),
+        lexical_rank,
+        evidence.name_share[slots],
+        np.minimum(evidence.name_words[slots], 3.0) / 3.0,
+        evidence.label[slots],
+        cosine * share,
+    )
+    return np.stack(columns, axis=1) if n else np.zeros((0, len(PAIR_FEATURES)))
+
+
+def gate_features(evidence: Evidence, slots: Slots, ranked: Vector) -> Vector:
+    """``GATE_FEATURES`` of one query: ``ranked`` is the ranker's score of each of ``slots``."""
+    order = np.argsort(-ranked, kind="stable")
+    top = float(ranked[order[0]])
+    margin = top - float(ranked[order[1]]) if len(order) > 1 else 4.0
+    if evidence.cosine is not None:
+        cosine = np.sort(evidence.cosine[slots])[::-1]
+        cosine_max = float(cosine[0])
+        cosine_margin = cosine_max - float(cosine[1]) if len(cosine) > 1 else 0.0
+        cosine_z = (cosine_max - evidence.cosine_mean) / max(evidence.cosine_std, 1e-6)
+    else:
+        cosine_max = cosine_margin = cosine_z = 0.0
+    return np.array(
+        [
+            top,
+            min(margin, 4.0),
+            cosine_max,
+            cosine_margin,
+            cosine_z,
+            float(evidence.share[slots].max()),
+            float(evidence.name_share[slots].max()),
+            math.log1p(evidence.terms),
+            evidence.unmatched,
+        ]
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Logistic:
+    """A logistic model over standardized features."""
+
+    weights: Vector
+    bias: float
+    mean: Vector
+    scale: Vector
+
+    def logit(self, x: Matrix | Vector) -> Vector:
+        z: Vector = ((x - self.mean) / self.scale) @ self.weights + self.bias
+        return z
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "weights": self.weights.tolist(),
+            "bias": self.bias,
+            "mean": self.mean.tolist(),
+            "scale": self.scale.tolist(),
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Logistic:
+        return cls(
+            np.asarray(data["weights"], dtype=float),
+            float(data["bias"]),
+            np.asarray(data["mean"], dtype=float),
+            np.asarray(data["scale"], dtype=float),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """The ranked candidates of one query and which of them are returned."""
+
+    slots: Slots  # candidates, best first
+    ranked: Vector  # the ranker's score of each, same order
+    answer: bool  # the gate's verdict: does anything fit?
+    keep: npt.NDArray[np.bool_]  # which candidates are returned (all False when not answering)
+    probability: float  # the gate's probability that the query is about a connected tool
+
+
+@dataclass(frozen=True, slots=True)
+class FittedGate:
+    """Ranker, gate and the threshold ``keep`` (ranker score distance to the best that still passes)."""
+
+    ranker: Logistic
+    gate: Logistic
+    threshold: float  # the gate answers when its probability is at least this
+    keep: float
+    semantic: bool
+
+    def decide(self, evidence: Evidence) -> Decision | None:
+        slots = candidates(evidence)
+        if not len(slots):
+            return None
+        ranked = self.ranker.logit(pair_features(evidence, slots))
+        order = np.argsort(-ranked, kind="stable")
+        slots, ranked = slots[order], ranked[order]
+        probability = _sigmoid(float(self.gate.logit(gate_features(evidence, slots, ranked))))
+        answer = probability >= self.threshold
+        keep = (ranked >= ranked[0] - self.keep) & answer
+        return Decision(slots, ranked, answer, keep, probability)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ranker": self.ranker.to_json(),
+            "gate": self.gate.to_json(),
+            "threshold": self.threshold,
+            "keep": self.keep,
+            "semantic": self.semantic,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> FittedGate:
+        return cls(
+            Logistic.from_json(data["ranker"]),
+            Logistic.from_json(data["gate"]),
+            float(data["threshold"]),
+            float(data["keep"]),
+            bool(data["semantic"]),
+        )
+
+    @classmethod
+    def packaged(cls, *, semantic: bool) -> FittedGate:
+        """The shipped models (``model/gate.json``, written by ``bench/fit_gate.py``)."""
+        return _packaged(semantic)
+
+
+def _sigmoid(z: float) -> float:
+    return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, z))))
+
+
+@cache
+def _packaged(semantic: bool) -> FittedGate:
+    data = json.loads(_PACKAGED.read_text(encoding="utf-8"))
+    return FittedGate.from_json(data["semantic" if semantic else "lexical"])
