@@ -19,15 +19,6 @@ def doc(account: str, name: str, description: str = "", connector: str = "Custom
 
 @pytest.fixture(scope="session")
 def catalog() -> dict[str, list[SearchDoc]]:
-    if not (DATA / "catalog.jsonl").exists():
-        pytest.skip("evaluation data not present")
+    assert (DATA / "catalog.jsonl").exists(), f"the evaluation data is missing: {DATA}"
     with (DATA / "catalog.jsonl").open(encoding="utf-8") as handle:
         return catalog_docs(json.loads(line) for line in handle)
-
-
-@pytest.fixture(scope="session")
-def catalog_index(catalog: dict[str, list[SearchDoc]]) -> SearchIndex:
-    index = SearchIndex()
-    for account, docs in catalog.items():
-        index.replace_account(account, docs)
-    return index

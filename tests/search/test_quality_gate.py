@@ -1,52 +1,56 @@
-"""The quality gates (issue #4): the engine, lexical only, on the evaluation sets.
+"""The quality gates of search (issue #9), on cross-validated figures only.
 
-intents_dev carries the issue's targets; LiveMCPBench R@5 and the two no-tool sets guard the
-long-query trade of the relevance floor (docs/search.md) against regression.
+The ranker and the answer gate are fitted on the public evaluation sets; a figure measured on the
+data a model was fitted on says nothing about the queries users write. So this test re-runs the
+cross-validation of ``toolcrib.search.fitting`` through the real ``SearchIndex.search`` (models
+fitted on four folds, the fifth searched, five times) and gates on those held-out figures. The
+floors sit a little under the figures measured by ``bench/fit_gate.py`` (docs/search.md), so
+that a regression fails and noise of a query or two does not.
+
+The data stands in shared/ beside the repository: without it this test fails, it does not skip.
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
 from tests.search.conftest import DATA
 
-from toolcrib.search import SearchDoc, SearchIndex
-from toolcrib.search.evaluate import group_recall, metrics, public_id, rank_queries, reciprocal_rank
+from toolcrib.search.evaluate import group_recall, public_id, reciprocal_rank
+from toolcrib.search.fitting import KEEP, collect, cross_validate, load
+from toolcrib.search.semantic import load_encoder
+
+FOLDS = 5
+pytestmark = pytest.mark.timeout(900)  # encodes ~3,900 texts and searches ~2,900 queries, once
+
+FLOORS = {
+    # set: {figure: at least}   (measured, 5-fold held-out: see docs/search.md)
+    "intents_dev": {"hit@1": 0.83, "hit@3": 0.90, "positives_non_empty": 0.94, "negatives_empty": 0.92},
+    "metatool": {"hit@1": 0.47, "hit@3": 0.54, "positives_non_empty": 0.68},
+    "metatool_no_tool": {"negatives_empty": 0.87},
+    "livemcpbench": {"r@5": 0.18},
+    "leave_servers_out": {"negatives_empty": 0.60},
+}
 
 
-def _figures(index: SearchIndex, catalog: dict[str, list[SearchDoc]], name: str) -> dict[str, Any]:
-    with (DATA / name).open(encoding="utf-8") as handle:
-        rows = [json.loads(line) for line in handle if line.strip()]
-    return metrics(rank_queries(index, catalog, rows))
-
-
-def test_r5_3_dev_set_meets_the_issue_targets(
-    catalog_index: SearchIndex, catalog: dict[str, list[SearchDoc]]
-) -> None:
-    figures = _figures(catalog_index, catalog, "intents_dev.jsonl")
-    # Measured 0.943 / 0.981 / 0.981 / 1.000 (docs/search.md).
-    assert figures["hit@1"] >= 0.92
-    assert figures["hit@3"] >= 0.97
-    assert figures["positives_non_empty"] >= 0.97
-    assert figures["negatives_empty"] >= 0.92
+@pytest.fixture(scope="module")
+def held_out() -> dict[str, dict[str, Any]]:
+    assert (DATA / "catalog.jsonl").exists(), f"the evaluation data is missing: {DATA}"
+    encoder, reason = load_encoder()
+    assert encoder is not None, reason
+    engines, rows, vectors = load(DATA, encoder)
+    examples = collect(engines, rows, vectors, FOLDS)
+    return cross_validate(examples, engines, rows, vectors, FOLDS, True, KEEP)
 
 
 @pytest.mark.parametrize(
-    ("name", "metric", "at_least"),
-    [
-        # Measured 0.179 (0.042 before name coverage and companions; plain BM25 0.34).
-        ("livemcpbench/queries.jsonl", "r@5", 0.17),
-        # Measured 0.960 and 0.789 (0.985 and 0.947 before): what name coverage costs them.
-        ("negatives/metatool_no_tool.jsonl", "negatives_empty", 0.95),
-        ("negatives/livemcpbench_leave_servers_out.jsonl", "negatives_empty", 0.77),
-    ],
+    ("name", "metric", "at_least"), [(n, m, v) for n, f in FLOORS.items() for m, v in f.items()]
 )
-def test_r5_3_long_query_sets_hold_their_measured_figures(
-    catalog_index: SearchIndex, catalog: dict[str, list[SearchDoc]], name: str, metric: str, at_least: float
+def test_r5_3_cross_validated_search_quality_holds(
+    held_out: dict[str, dict[str, Any]], name: str, metric: str, at_least: float
 ) -> None:
-    assert _figures(catalog_index, catalog, name)[metric] >= at_least
+    assert held_out[name][metric] >= at_least, held_out[name]
 
 
 def test_metric_helpers() -> None:

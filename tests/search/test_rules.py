@@ -1,19 +1,43 @@
-"""SPEC section 5 rules, each proved on a small hand-made index."""
+"""SPEC section 5 rules, each proved on hand-made tools searched among the 14 real catalogs of
+shared/data/catalogs (the background a real gateway has), by the default engine: lexical and
+meaning channels, fitted ranker and gate."""
 
 from __future__ import annotations
 
 import json
 
+import numpy as np
 from tests.conftest import SHARED
 from tests.search.conftest import doc
 
-from toolcrib.search import SearchIndex
+from toolcrib.search import SearchDoc, SearchIndex
+from toolcrib.search.semantic import doc_text, load_encoder
+
+ENCODER = load_encoder()[0]
+_VECTORS: dict[str, object] = {}
 
 
-def _index(*docs_by_account: tuple[str, list]) -> SearchIndex:  # type: ignore[type-arg]
-    index = SearchIndex()
-    for account, docs in docs_by_account:
-        index.replace_account(account, docs)
+def _background() -> list[tuple[str, list[SearchDoc]]]:
+    accounts = []
+    for path in sorted((SHARED / "data" / "catalogs").glob("*.json")):
+        account = path.stem.removeprefix("server-").removeprefix("mcp-server-")
+        tools = json.loads(path.read_text(encoding="utf-8"))
+        accounts.append((account, [doc(account, t["name"], t.get("description") or "") for t in tools]))
+    return accounts
+
+
+BACKGROUND = _background()
+
+
+def _index(*docs_by_account: tuple[str, list], background: bool = True) -> SearchIndex:  # type: ignore[type-arg]
+    """The default engine over the real catalogs plus the test's own tools."""
+    index = SearchIndex(encoder=ENCODER)
+    for account, docs in [*(BACKGROUND if background else []), *docs_by_account]:
+        texts = [doc_text(d) for d in docs]
+        missing = [t for t in texts if t not in _VECTORS]
+        if missing:
+            _VECTORS.update(zip(missing, index.encode(missing), strict=True))
+        index.replace_account(account, docs, np.stack([_VECTORS[t] for t in texts]))  # type: ignore[arg-type]
     return index
 
 
@@ -25,10 +49,14 @@ def test_r5_2_exact_name_beats_prefix_beats_label_beats_description() -> None:
         ("invoice", [doc("invoice", "do_thing")]),
         ("a4", [doc("a4", "other", "send an invoice")]),
     )
-    names = [h.public_name for h in index.search("invoice", limit=5).hits]
-    assert names[0] == "a1__invoice"
-    assert names[1:3] == ["a2__invoicer", "a3__invo_sync"]  # prefix either way: 3 each, codepoint tie
-    assert names[3:] == ["invoice__do_thing", "a4__other"]
+    # The lexical channel scores 5 / 3 / 3 / 2 / 1 (times the term's weight) ...
+    evidence = index.evidence("invoice")
+    assert evidence is not None
+    score = {index._name_of(s): evidence.score[s] for s in np.flatnonzero(evidence.score)}
+    assert score["a1__invoice"] > score["a2__invoicer"] == score["a3__invo_sync"]
+    assert score["a3__invo_sync"] > score["invoice__do_thing"] > score["a4__other"] > 0
+    # ... and after fusion with meaning, the exact name still wins.
+    assert index.search("invoice", limit=5).hits[0].public_name == "a1__invoice"
 
 
 def test_r5_3_query_about_unconnected_app_returns_nothing() -> None:
@@ -37,7 +65,7 @@ def test_r5_3_query_about_unconnected_app_returns_nothing() -> None:
     assert result.hits == []
 
 
-def test_r5_3_value_words_that_match_nothing_leave_the_total() -> None:
+def test_r5_3_argument_values_in_the_query_do_not_hide_the_tool() -> None:
     index = _index(("time", [doc("time", "convert_time", "Convert time between timezones")]))
     assert (
         index.search("convert 3pm New York time to London time").hits[0].public_name == "time__convert_time"
@@ -46,7 +74,9 @@ def test_r5_3_value_words_that_match_nothing_leave_the_total() -> None:
 
 def test_r5_4_merged_and_frozen_words_do_not_score_in_descriptions() -> None:
     index = _index(("x", [doc("x", "ping", "Frozen account set merged connection")]))
-    assert index.search("frozen account").hits == []
+    evidence = index.evidence("frozen account merged")
+    assert evidence is not None
+    assert evidence.score[index._slot_of["x__ping"]] == 0
 
 
 def test_r5_5_account_label_ranks_its_tools_first() -> None:
@@ -57,19 +87,20 @@ def test_r5_5_account_label_ranks_its_tools_first() -> None:
 
 
 def test_r5_6_ties_break_on_codepoint_order_of_public_name() -> None:
-    index = _index(*[(a, [doc(a, "search_web", "Search the web")]) for a in ("b", "Z", "a", "é")])
-    assert [h.public_name for h in index.search("search web", limit=5).hits] == [
-        "Z__search_web",
-        "a__search_web",
-        "b__search_web",
-        "é__search_web",
+    same = [(a, [doc(a, "lookup_invoice", "Look up an invoice by number")]) for a in ("b", "Z", "a", "é")]
+    index = _index(*same)
+    assert [h.public_name for h in index.search("look up an invoice", limit=5).hits[:4]] == [
+        "Z__lookup_invoice",
+        "a__lookup_invoice",
+        "b__lookup_invoice",
+        "é__lookup_invoice",
     ]
 
 
 def test_r5_7_a_typo_still_finds_the_tool() -> None:
     index = _index(("w", [doc("w", "get_weather", "Current weather for a city")]))
     hits = index.search("wheather").hits
-    assert [h.public_name for h in hits] == ["w__get_weather"]
+    assert hits[0].public_name == "w__get_weather"
 
 
 def test_r5_11_unconnected_known_app_is_named_and_never_typo_matched() -> None:
@@ -102,7 +133,7 @@ def test_r5_2_chinese_query_finds_chinese_tool() -> None:
 
 
 def test_r15_2_replace_account_updates_one_account_without_touching_others() -> None:
-    index = _index(("a", [doc("a", "send_mail")]), ("b", [doc("b", "read_mail")]))
+    index = _index(("a", [doc("a", "send_mail")]), ("b", [doc("b", "read_mail")]), background=False)
     index.replace_account("a", [doc("a", "send_fax")])
     assert len(index) == 2
     assert [h.public_name for h in index.search("mail").hits] == ["b__read_mail"]
@@ -172,15 +203,28 @@ def test_r5_3_one_name_word_is_not_enough_for_a_long_query() -> None:
     assert _recon_index().search("tell me a story about a file clerk who loved old trains").hits == []
 
 
-def test_r5_3_tools_passing_by_name_coverage_have_low_confidence() -> None:
+def test_r5_3_runners_up_of_a_long_task_have_low_confidence() -> None:
     task = "Collect the whois domain record and the sitemap tree for example.com and summarize the findings"
     hits = _recon_index().search(task, limit=5).hits
-    assert hits
-    assert all(h.confidence == "low" for h in hits)
+    assert len(hits) >= 2
+    assert all(h.confidence == "low" for h in hits[1:])
 
 
-def test_r5_6_equal_scores_prefer_the_tool_whose_name_the_query_covers_more() -> None:
-    index = _index(("a", [doc("a", "time_now"), doc("a", "time_convert_zone")]))
-    hits = index.search("time", limit=2).hits
-    assert hits[0].score == hits[1].score
-    assert [h.public_name for h in hits] == ["a__time_now", "a__time_convert_zone"]
+def test_r5_3_lower_case_ordinary_word_naming_an_unconnected_app_returns_nothing() -> None:
+    github = [doc("github", "create_issue", "Create a new issue in a GitHub repository", "GitHub")]
+    index = _index(("github", github), background=False)
+    result = index.search("create a linear issue")
+    assert result.hits == []
+    assert result.not_connected == ["linear"]
+
+
+def test_r5_11_ordinary_word_used_as_a_word_does_not_veto() -> None:
+    stats = [doc("stats", "fit_linear_regression", "Fit a linear regression to numeric columns", "Stats")]
+    index = _index(("stats", stats))
+    for query in ("linear regression on my columns", "fit a linear model"):
+        result = index.search(query)
+        assert result.not_connected == []
+        assert result.hits[0].public_name == "stats__fit_linear_regression"
+    audio = [doc("audio", "split_segments", "Split an audio file into segments by silence", "Audio")]
+    index = _index(("audio", audio))
+    assert index.search("segment this recording by silence").hits[0].public_name == "audio__split_segments"

@@ -12,6 +12,7 @@ from rich.table import Table
 
 from toolcrib.search import SearchIndex
 from toolcrib.search.evaluate import Ranking, catalog_docs, metrics, rank_queries
+from toolcrib.search.semantic import load_encoder
 
 __all__ = ["eval_app"]
 
@@ -46,12 +47,12 @@ def search(
     catalog: Path = typer.Option(..., exists=True, dir_okay=False, help="Catalog snapshot (JSON lines)."),
     queries: Path = typer.Option(..., exists=True, dir_okay=False, help="Queries (JSON lines)."),
     output: Path | None = typer.Option(None, help="Write one JSON line per query: qid, ranked."),
-    semantic: bool = typer.Option(False, "--semantic", help="Use meaning search if installed."),
+    lexical: bool = typer.Option(False, "--lexical", help="Words only: leave the meaning channel out."),
     as_json: bool = typer.Option(False, "--json", help="Print the figures as JSON."),
 ) -> None:
     """Rank every query with default settings and print hit@k, MRR, empty rates and R@5."""
     accounts = catalog_docs(_read_jsonl(catalog))
-    index = SearchIndex(semantic=semantic)
+    index = SearchIndex(encoder=None if lexical else load_encoder()[0])
     for account, docs in accounts.items():
         index.replace_account(account, docs)
     rankings = rank_queries(index, accounts, _read_jsonl(queries))

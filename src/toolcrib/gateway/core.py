@@ -26,6 +26,7 @@ from toolcrib.errors import StoreError
 from toolcrib.policy.classify import classify
 from toolcrib.policy.rules import Rule
 from toolcrib.search.index import SearchIndex
+from toolcrib.search.semantic import load_encoder
 from toolcrib.settings import Settings
 from toolcrib.store import connections as conn_store
 from toolcrib.store import handles as handle_store
@@ -69,7 +70,7 @@ class Gateway:
         self.db = db
         self.box = box
         self.clock = clock
-        self.index = SearchIndex(semantic=settings.semantic)
+        self.index = SearchIndex(encoder=load_encoder()[0] if settings.semantic else None)
         self.connections: dict[str, ConnectionRow] = {}
         self.catalogs: dict[str, dict[str, StoredTool]] = {}
         self.listing_bytes: dict[str, int] = {}  # public name -> bytes of its flat tools/list entry

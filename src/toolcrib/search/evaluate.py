@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolcrib.search.index import SearchDoc, SearchIndex
+from toolcrib.search.semantic import Matrix, doc_text
 
 __all__ = [
     "Ranking",
@@ -60,17 +61,24 @@ def catalog_docs(rows: Iterable[Mapping[str, Any]]) -> dict[str, list[SearchDoc]
 def rank_queries(
     index: SearchIndex, accounts: Mapping[str, Sequence[SearchDoc]], queries: Iterable[Mapping[str, Any]]
 ) -> list[Ranking]:
-    """Run each query through ``index`` (which holds ``accounts``) at depth 10."""
+    """Run each query through ``index`` (which holds ``accounts``) at depth 10.
+
+    A row's ``exclude_servers`` are removed for that query and put back after (with their vectors
+    kept, so nothing is encoded twice)."""
     out: list[Ranking] = []
+    kept: dict[str, Matrix | None] = {}
     for row in queries:
         excluded = [a for a in row.get("exclude_servers") or () if a in accounts]
         for account in excluded:
+            if account not in kept:
+                docs = accounts[account]
+                kept[account] = index.encode([doc_text(d) for d in docs]) if index.semantic else None
             index.remove_account(account)
         try:
             result = index.search(row["query"], limit=RANKED_DEPTH)
         finally:
             for account in excluded:
-                index.replace_account(account, accounts[account])
+                index.replace_account(account, accounts[account], kept[account])
         gold = frozenset(public_id(g) for g in row.get("gold") or ())
         groups = tuple(frozenset(public_id(g) for g in grp) for grp in row.get("gold_groups") or ())
         out.append(Ranking(str(row["qid"]), [h.public_name for h in result.hits], gold, groups))

@@ -47,6 +47,9 @@ Slots = npt.NDArray[np.int64]
 
 DEPTH = 30
 """Candidates per channel: the best this many by lexical score and by cosine."""
+MIN_SPREAD = 0.05
+"""Floor of the cosine spread a z-score divides by (a catalog of a few tools has almost none;
+over a real catalog it is 0.06-0.10)."""
 
 PAIR_FEATURES = (
     "cosine",
@@ -108,10 +111,12 @@ def candidates(evidence: Evidence, depth: int = DEPTH) -> Slots:
 
 
 def _inverse_rank(values: Vector) -> Vector:
-    order = np.argsort(-values, kind="stable")
-    ranks = np.empty(len(values))
-    ranks[order] = np.arange(len(values))
-    return 1.0 / (1.0 + ranks)
+    """1 / (1 + how many candidates score strictly higher): equal values get equal ranks, so two
+    identical tools get identical features (R-5.6 then orders them by name)."""
+    ascending = np.sort(values)
+    higher = len(values) - np.searchsorted(ascending, values, side="right")
+    inverse: Vector = 1.0 / (1.0 + higher.astype(np.float64))
+    return inverse
 
 
 def pair_features(evidence: Evidence, slots: Slots) -> Matrix:
@@ -124,7 +129,7 @@ def pair_features(evidence: Evidence, slots: Slots) -> Matrix:
         cosine = evidence.cosine[slots]
         gap = cosine - (float(cosine.max()) if n else 0.0)
         cosine_rank = _inverse_rank(cosine)
-        z = (cosine - evidence.cosine_mean) / max(evidence.cosine_std, 1e-6)
+        z = (cosine - evidence.cosine_mean) / max(evidence.cosine_std, MIN_SPREAD)
     else:
         cosine = gap = cosine_rank = z = np.zeros(n)
     lexical_rank = np.where(score > 0, _inverse_rank(score), 0.0)
@@ -153,7 +158,7 @@ def gate_features(evidence: Evidence, slots: Slots, ranked: Vector) -> Vector:
         cosine = np.sort(evidence.cosine[slots])[::-1]
         cosine_max = float(cosine[0])
         cosine_margin = cosine_max - float(cosine[1]) if len(cosine) > 1 else 0.0
-        cosine_z = (cosine_max - evidence.cosine_mean) / max(evidence.cosine_std, 1e-6)
+        cosine_z = (cosine_max - evidence.cosine_mean) / max(evidence.cosine_std, MIN_SPREAD)
     else:
         cosine_max = cosine_margin = cosine_z = 0.0
     return np.array(

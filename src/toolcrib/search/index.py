@@ -133,9 +133,9 @@ class SearchIndex:
             assert doc is not None
             self._slot_of.pop(doc.public_name, None)
             for name in tool_names(doc.name):
-                holders = self._tool_names[name]
-                holders.discard(slot)
-                if not holders:
+                named = self._tool_names[name]
+                named.discard(slot)
+                if not named:
                     del self._tool_names[name]
             self._docs[slot] = None
             self._fields[slot] = None
@@ -189,8 +189,9 @@ class SearchIndex:
     ) -> SearchResult:
         """Ranked visible tools for ``query``; possibly none, which is a correct answer.
 
-        Only the first ``MAX_QUERY_CHARACTERS`` of the query are read. ``query_vector`` is the
-        query's unit vector when the caller encoded it already (else it is encoded here).
+        Only the first ``MAX_QUERY_CHARACTERS`` of the query are read. ``query_vector`` is the unit
+        vector of ``encoding_text(query)`` when the caller encoded it already (else it is encoded
+        here).
         """
         query = query[:MAX_QUERY_CHARACTERS]
         if self._options.known_apps:
@@ -286,8 +287,17 @@ class SearchIndex:
         """Rank and gate with ``gate`` instead of the shipped models (the fitting script does)."""
         self._gate = gate
 
+    def encoding_text(self, query: str) -> str:
+        """The text the meaning channel encodes for ``query``: the query, followed by the words its
+        mistyped terms were matched to ("wheather in bergen" -> "... weather"), since the encoder
+        has no typo tolerance of its own (R-5.7)."""
+        found = self._weigh(query[:MAX_QUERY_CHARACTERS])
+        return query if found is None else _with_corrections(query, found[2])
+
     def evidence(self, query: str, query_vector: Matrix | None = None) -> Evidence | None:
-        """Everything the ranker and the gate read about ``query``, per slot (None: no term)."""
+        """Everything the ranker and the gate read about ``query``, per slot (None: no term).
+
+        ``query_vector``: the unit vector of ``encoding_text(query)``, when the caller has it."""
         found = self._weigh(query)
         if found is None:
             return None
@@ -300,7 +310,8 @@ class SearchIndex:
         cosine = None
         live = np.fromiter((doc is not None for doc in self._docs), dtype=bool, count=size)
         if self._meaning is not None:
-            vector = self.encode([query])[0] if query_vector is None else query_vector
+            text = _with_corrections(query, terms)
+            vector = self.encode([text])[0] if query_vector is None else query_vector
             cosine = self._meaning.cosine(vector, size)
         spread = cosine[live] if cosine is not None and live.any() else np.zeros(1)
         return Evidence(
@@ -339,6 +350,7 @@ class SearchIndex:
             no_typo = term in values or term in apps
             threshold = None if no_typo else options.typo_threshold
             match = match_term(alternatives, self._postings, norms, typo_threshold=threshold)
+            alternatives.extend(match.similar)  # a mistyped name word still covers the name
             scored.append(QueryTerm(term, match, term in values))
         weighed = weigh(scored, len(self), size, floor=options.floor, drop_values=options.drop_values)
         if weighed.total <= 0:
@@ -383,3 +395,8 @@ class SearchIndex:
             if visible(name) or (withheld is not None and withheld(name)):
                 return True
         return False
+
+
+def _with_corrections(query: str, terms: list[QueryTerm]) -> str:
+    corrections = [t.match.similar[0] for t in terms if t.match.similar]
+    return f"{query} {' '.join(corrections)}" if corrections else query

@@ -34,6 +34,7 @@ class TermMatch:
     field: Vector  # field sum per slot (typo matches already discounted)
     strength: Vector  # 1.0 exact or prefix, the similarity for a typo match, 0.0 none
     typo: bool  # matched only through trigram similarity
+    similar: tuple[str, ...] = ()  # the vocabulary words a mistyped term was matched to, best first
 
     @property
     def matched(self) -> bool:
@@ -92,4 +93,4 @@ def match_term(
         candidate = _fields([word], postings, prefix=False, norms=norms) * similarity
         np.maximum(field, candidate, out=field)
         np.maximum(strength, (candidate > 0) * similarity, out=strength)
-    return TermMatch(field, strength, typo=True)
+    return TermMatch(field, strength, typo=True, similar=tuple(word for word, _ in similar))

@@ -1,0 +1,363 @@
+"""Fitting the ranker and the answer gate on the public evaluation sets (SPEC R-5.3, R-5.8).
+
+Used by ``bench/fit_gate.py`` (which writes ``model/gate.json``) and by the quality test, which
+re-runs the cross-validation. Data: every public evaluation set in shared/data/retrieval, each on
+its own catalog: intents_dev (short intents and unconnected-app queries, 623-tool catalog),
+MetaTool requests (199-tool catalog), MetaTool no-tool requests, LiveMCPBench tasks and their
+leave-servers-out twins (623-tool catalog).
+
+Cross-validation: queries are split into folds by a hash of their id (MetaTool requests grouped by
+their gold tool, so a tool's requests never sit on both sides). For each fold the models are
+fitted on the other folds, installed in a real ``SearchIndex`` (``use_gate``) and the fold's
+queries run through ``SearchIndex.search``, the code path the gateway runs. Only these held-out
+figures are reported; the shipped models are fitted on all the data.
+
+Each set weighs the same in every fit (a set's queries share its weight), so the 1,592 MetaTool
+requests do not drown the short intents.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from toolcrib.search.evaluate import Ranking, catalog_docs, metrics, public_id
+from toolcrib.search.gate import (
+    GATE_FEATURES,
+    PAIR_FEATURES,
+    Evidence,
+    FittedGate,
+    Logistic,
+    candidates,
+    gate_features,
+    pair_features,
+)
+from toolcrib.search.index import SearchDoc, SearchIndex, SearchResult
+from toolcrib.search.known_apps import mentioned_apps
+from toolcrib.search.semantic import Encoder, doc_text
+
+__all__ = [
+    "KEEP",
+    "SETS",
+    "EvalSet",
+    "Example",
+    "collect",
+    "cross_validate",
+    "fit",
+    "fit_logistic",
+    "load",
+    "read_jsonl",
+]
+
+RIDGE = 1.0
+"""L2 penalty of both logistic models (on standardized features)."""
+KEEP = 3.0
+"""Once the gate answers, candidates within this ranker score of the best are returned too."""
+
+
+@dataclass(frozen=True)
+class EvalSet:
+    name: str
+    path: str
+    catalog: str  # "main" or "metatool"
+    kind: str  # "short", "long", "none"
+    fit: bool = True  # False: reported only (the same requests as another set, on another catalog)
+
+
+SETS = (
+    EvalSet("intents_dev", "intents_dev.jsonl", "main", "short"),
+    EvalSet("metatool", "metatool/queries_dev.jsonl", "metatool", "long"),
+    EvalSet("metatool_no_tool", "negatives/metatool_no_tool.jsonl", "main", "none"),
+    EvalSet("metatool_no_tool@metatool", "negatives/metatool_no_tool.jsonl", "metatool", "none", fit=False),
+    EvalSet("livemcpbench", "livemcpbench/queries.jsonl", "main", "long"),
+    EvalSet("leave_servers_out", "negatives/livemcpbench_leave_servers_out.jsonl", "main", "none"),
+)
+
+
+@dataclass
+class Engine:
+    """One catalog in a real index, with its tools' vectors kept to restore removed accounts."""
+
+    accounts: dict[str, list[SearchDoc]]
+    index: SearchIndex
+    vectors: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def build(cls, accounts: dict[str, list[SearchDoc]], encoder: Any) -> Engine:
+        index = SearchIndex(encoder=encoder)
+        engine = cls(accounts, index)
+        for account, docs in accounts.items():
+            vectors = index.encode([doc_text(d) for d in docs]) if encoder is not None else None
+            engine.vectors[account] = vectors
+            index.replace_account(account, docs, vectors)
+        return engine
+
+    def excluding(self, row: dict[str, Any], run: Callable[[], Any]) -> Any:
+        excluded = [a for a in row.get("exclude_servers") or () if a in self.accounts]
+        for account in excluded:
+            self.index.remove_account(account)
+        try:
+            return run()
+        finally:
+            for account in excluded:
+                self.index.replace_account(account, self.accounts[account], self.vectors[account])
+
+
+@dataclass
+class Example:
+    """One query's candidates: their pair features, which are gold, and the query-level evidence."""
+
+    set: str
+    qid: str
+    fold: int
+    positive: bool
+    features: np.ndarray  # (candidates, PAIR_FEATURES)
+    gold: np.ndarray  # bool per candidate
+    evidence: Evidence  # restricted to the candidates (slot i = candidate i)
+    vector: Any = None  # the query's unit vector (None without the meaning channel)
+
+
+def _fold(row: dict[str, Any], folds: int) -> int:
+    gold = row.get("gold") or []
+    key = gold[0] if gold and row["qid"].startswith("metatool-dev") else row["qid"].removesuffix("-neg")
+    return int(hashlib.sha256(key.encode()).hexdigest(), 16) % folds
+
+
+def _gold(row: dict[str, Any]) -> set[str]:
+    names = {public_id(g) for g in row.get("gold") or ()}
+    for group in row.get("gold_groups") or ():
+        names |= {public_id(g) for g in group}
+    return names
+
+
+def _restricted(evidence: Evidence, slots: np.ndarray) -> Evidence:
+    return Evidence(
+        score=evidence.score[slots],
+        share=evidence.share[slots],
+        name_share=evidence.name_share[slots],
+        name_words=evidence.name_words[slots],
+        label=evidence.label[slots],
+        cosine=None if evidence.cosine is None else evidence.cosine[slots],
+        cosine_mean=evidence.cosine_mean,
+        cosine_std=evidence.cosine_std,
+        live=np.ones(len(slots), dtype=bool),
+        terms=evidence.terms,
+        unmatched=evidence.unmatched,
+    )
+
+
+def collect(
+    engines: dict[str, Engine], rows: dict[str, list[dict[str, Any]]], vectors: dict[str, Any], folds: int
+) -> list[Example]:
+    """Candidates and features of every query that reaches the gate (not vetoed by R-5.11)."""
+    out: list[Example] = []
+    for spec in SETS:
+        if not spec.fit:
+            continue
+        engine = engines[spec.catalog]
+        for row in rows[spec.name]:
+            if engine.index._not_connected(mentioned_apps(row["query"]), None, None):
+                continue  # answered by the known-app veto before ranking; evaluated, not fitted
+
+            def gather(
+                row: dict[str, Any] = row, engine: Engine = engine
+            ) -> tuple[Evidence, np.ndarray] | None:
+                evidence = engine.index.evidence(row["query"], vectors.get((spec.catalog, row["query"])))
+                if evidence is None:
+                    return None
+                return evidence, candidates(evidence)
+
+            found = engine.excluding(row, gather)
+            if found is None or not len(found[1]):
+                continue
+            evidence, slots = found
+            names = [engine.index._name_of(int(s)) for s in slots]
+            gold = _gold(row)
+            out.append(
+                Example(
+                    spec.name,
+                    row["qid"],
+                    _fold(row, folds),
+                    bool(gold),
+                    pair_features(evidence, slots),
+                    np.array([n in gold for n in names]),
+                    _restricted(evidence, slots),
+                    vectors.get(row["query"]),
+                )
+            )
+    return out
+
+
+def fit_logistic(x: np.ndarray, y: np.ndarray, w: np.ndarray, ridge: float = RIDGE) -> Logistic:
+    """Weighted L2 logistic regression by Newton's method on standardized features."""
+    w = w / w.sum()
+    mean = (w[:, None] * x).sum(axis=0)
+    scale = np.sqrt((w[:, None] * (x - mean) ** 2).sum(axis=0))
+    scale[scale < 1e-9] = 1.0
+    z = np.hstack([(x - mean) / scale, np.ones((len(x), 1))])
+    beta = np.zeros(z.shape[1])
+    penalty = np.full(z.shape[1], ridge / len(x))
+    penalty[-1] = 0.0
+    for _ in range(50):
+        p = 1.0 / (1.0 + np.exp(-np.clip(z @ beta, -50, 50)))
+        gradient = z.T @ (w * (p - y)) + penalty * beta
+        hessian = (z * (w * p * (1 - p))[:, None]).T @ z + np.diag(penalty + 1e-12)
+        step = np.linalg.solve(hessian, gradient)
+        beta -= step
+        if np.abs(step).max() < 1e-8:
+            break
+    return Logistic(beta[:-1], float(beta[-1]), mean, scale)
+
+
+def _set_weights(examples: Iterable[Example]) -> dict[str, float]:
+    counts: dict[str, int] = {}
+    for e in examples:
+        counts[e.set] = counts.get(e.set, 0) + 1
+    return {name: 1.0 / n for name, n in counts.items()}
+
+
+def fit(examples: list[Example], semantic: bool, keep: float | None = None) -> FittedGate:
+    """Ranker on the positive queries' candidates, then the gate on every query's best candidate."""
+    positives = [e for e in examples if e.positive and e.gold.any()]
+    share = _set_weights(positives)
+    xs, ys, ws = [], [], []
+    for e in positives:
+        n_pos, n_neg = int(e.gold.sum()), int((~e.gold).sum())
+        weight = np.where(e.gold, 0.5 / max(n_pos, 1), 0.5 / max(n_neg, 1)) * share[e.set]
+        xs.append(_columns(e.features, semantic))
+        ys.append(e.gold.astype(float))
+        ws.append(weight)
+    ranker = fit_logistic(np.vstack(xs), np.concatenate(ys), np.concatenate(ws))
+    ranker = _expand(ranker, semantic)
+    share = _set_weights(examples)
+    gx = np.array([_gate_row(e, ranker, semantic) for e in examples])
+    gy = np.array([float(e.positive) for e in examples])
+    positive_weight = sum(share[e.set] for e in examples if e.positive)
+    negative_weight = sum(share[e.set] for e in examples if not e.positive)
+    gw = np.array([share[e.set] / (positive_weight if e.positive else negative_weight) for e in examples])
+    gate = _expand(fit_logistic(_gate_columns(gx, semantic), gy, gw), semantic, gate=True)
+    probability = 1.0 / (1.0 + np.exp(-gate.logit(gx)))
+    threshold = _threshold(examples, probability)
+    return FittedGate(
+        ranker, gate, threshold=threshold, keep=KEEP if keep is None else keep, semantic=semantic
+    )
+
+
+def _threshold(examples: list[Example], probability: np.ndarray) -> float:
+    """The gate probability that maximizes the set-balanced accuracy on the fitting data: the mean,
+    over the sets, of the share answered (sets with a right tool) or left empty (sets without)."""
+    sets = sorted({e.set for e in examples})
+    positive = {e.set: e.positive for e in examples}
+    best, chosen = -1.0, 0.5
+    for threshold in np.arange(0.05, 0.951, 0.01):
+        answered = probability >= threshold
+        rates = []
+        for name in sets:
+            mask = np.array([e.set == name for e in examples])
+            rate = float(answered[mask].mean())
+            rates.append(rate if positive[name] else 1.0 - rate)
+        if np.mean(rates) > best + 1e-9:
+            best, chosen = float(np.mean(rates)), float(round(threshold, 2))
+    return chosen
+
+
+_COSINE_PAIR = [i for i, f in enumerate(PAIR_FEATURES) if f.startswith("cosine")]
+_COSINE_GATE = [i for i, f in enumerate(GATE_FEATURES) if f.startswith("cosine")]
+
+
+def _columns(x: np.ndarray, semantic: bool) -> np.ndarray:
+    return x if semantic else np.delete(x, _COSINE_PAIR, axis=1)
+
+
+def _gate_columns(x: np.ndarray, semantic: bool) -> np.ndarray:
+    return x if semantic else np.delete(x, _COSINE_GATE, axis=1)
+
+
+def _expand(model: Logistic, semantic: bool, *, gate: bool = False) -> Logistic:
+    """A lexical model back to the full feature width (zero weight on the cosine columns)."""
+    if semantic:
+        return model
+    dropped = _COSINE_GATE if gate else _COSINE_PAIR
+    width = len(GATE_FEATURES if gate else PAIR_FEATURES)
+    kept = [i for i in range(width) if i not in dropped]
+    weights, mean, scale = np.zeros(width), np.zeros(width), np.ones(width)
+    weights[kept], mean[kept], scale[kept] = model.weights, model.mean, model.scale
+    return Logistic(weights, model.bias, mean, scale)
+
+
+def _gate_row(e: Example, ranker: Logistic, semantic: bool) -> np.ndarray:
+    ranked = ranker.logit(e.features)
+    order = np.argsort(-ranked, kind="stable")
+    return gate_features(e.evidence, order.astype(np.int64), ranked[order])
+
+
+def run_set(
+    spec: EvalSet, engine: Engine, rows: list[dict[str, Any]], vectors: dict[str, Any]
+) -> list[Ranking]:
+    out = []
+    for row in rows:
+
+        def search(row: dict[str, Any] = row) -> SearchResult:
+            vector = vectors.get((spec.catalog, row["query"]))
+            return engine.index.search(row["query"], limit=10, query_vector=vector)
+
+        result: SearchResult = engine.excluding(row, search)
+        gold = frozenset(public_id(g) for g in row.get("gold") or ())
+        groups = tuple(frozenset(public_id(g) for g in grp) for grp in row.get("gold_groups") or ())
+        out.append(Ranking(str(row["qid"]), [h.public_name for h in result.hits], gold, groups))
+    return out
+
+
+def cross_validate(
+    examples: list[Example],
+    engines: dict[str, Engine],
+    rows: dict[str, list[dict[str, Any]]],
+    vectors: dict[str, Any],
+    folds: int,
+    semantic: bool,
+    keep: float,
+) -> dict[str, dict[str, Any]]:
+    """Held-out figures per set: each fold's queries ranked by models fitted on the other folds."""
+    rankings: dict[str, list[Ranking]] = {spec.name: [] for spec in SETS}
+    for k in range(folds):
+        model = fit([e for e in examples if e.fold != k], semantic, keep)
+        for engine in engines.values():
+            engine.index.use_gate(model)
+        for spec in SETS:
+            held = [r for r in rows[spec.name] if _fold(r, folds) == k]
+            rankings[spec.name] += run_set(spec, engines[spec.catalog], held, vectors)
+    return {name: metrics(r) for name, r in rankings.items()}
+
+
+def load(
+    data: Path, encoder: Encoder | None
+) -> tuple[dict[str, Engine], dict[str, list[dict[str, Any]]], dict[str, Any]]:
+    """Both catalogs in real indexes, every set's rows, and (with an encoder) every query's vector."""
+    catalogs = {
+        "main": catalog_docs(read_jsonl(data / "catalog.jsonl")),
+        "metatool": catalog_docs(read_jsonl(data / "metatool" / "catalog.jsonl")),
+    }
+    engines = {name: Engine.build(accounts, encoder) for name, accounts in catalogs.items()}
+    rows = {spec.name: read_jsonl(data / spec.path) for spec in SETS}
+    vectors: dict[str, Any] = {}
+    if encoder is not None:
+        texts = {
+            (spec.catalog, r["query"]): engines[spec.catalog].index.encoding_text(r["query"])
+            for spec in SETS
+            for r in rows[spec.name]
+        }
+        unique = sorted(set(texts.values()))
+        encoded = dict(zip(unique, encoder.encode(unique), strict=True))
+        vectors = {key: encoded[text] for key, text in texts.items()}
+    return engines, rows, vectors
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    with path.open(encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
