@@ -8,20 +8,28 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import anyio.to_thread
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route, Router
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from toolcrib.auth.metadata import protected_resource_metadata, www_authenticate
-from toolcrib.errors import Unauthenticated
+from toolcrib.errors import InBandError, PermissionRequired, ScopeRequired, Unauthenticated
 from toolcrib.gateway.control import ControlPlane
 from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.identity import authenticate
-from toolcrib.policy.scopes import SCOPES
+from toolcrib.gateway.surface import SURFACES
+from toolcrib.policy.gates import Principal
+from toolcrib.policy.roles import has_permission
+from toolcrib.policy.scopes import SCOPES, scope_for
 from toolcrib.settings import Settings
+from toolcrib.web.limits import BodyLimit
 from toolcrib.web.mcp import PRINCIPAL_KEY, build_mcp_server
 from toolcrib.web.rest import METADATA_PATH, openapi_document, rest_routes
 from toolcrib.web.telemetry import Telemetry
@@ -60,7 +68,35 @@ class Authenticated:
             await JSONResponse(body, 401, headers={"WWW-Authenticate": challenge})(scope, receive, send)
             return
         scope[PRINCIPAL_KEY] = principal
+        scope["user"] = _session_user(principal)
         await self._inner(scope, receive, send)
+
+
+def _session_user(principal: Principal) -> AuthenticatedUser:
+    """The identity the MCP SDK binds a stateful session to: the member who opened it.
+
+    The SDK answers 404 to a request naming a session another identity opened (GET, POST and
+    DELETE alike); without ``scope["user"]`` every caller would be the same anonymous owner.
+    """
+    token = AccessToken(
+        token=principal.grant_id,
+        client_id=principal.member,
+        subject=principal.member,
+        scopes=sorted(principal.scopes),
+    )
+    return AuthenticatedUser(token)
+
+
+METRICS_PERMISSIONS = ("usage:read", "audit:read")
+"""A grant reads ``/metrics`` when its member's role holds one of these (owner and admin hold both),
+and the grant holds the read scope: the same bar as reading the audit trail or usage."""
+
+
+def _require_metrics_reader(principal: Principal) -> None:
+    if not any(has_permission(principal.role, p) for p in METRICS_PERMISSIONS):
+        raise PermissionRequired("usage:read", "reading /metrics needs 'usage:read' or 'audit:read'")
+    if scope_for("read") not in principal.scopes:
+        raise ScopeRequired(scope_for("read"))
 
 
 class _SessionManagerApp:
@@ -84,6 +120,8 @@ def create_app(settings: Settings, *, gateway: Gateway | None = None) -> Starlet
                 max_request_body_size=settings.max_body_bytes,
             )
             app.state.gateway, app.state.control, app.state.session_manager = gw, control, manager
+            surface = SURFACES[settings.surface]
+            telemetry.name_tools([surface.search, surface.execute, *(n for n, _ in control.all_operations())])
             async with manager.run():
                 yield
 
@@ -95,9 +133,16 @@ def create_app(settings: Settings, *, gateway: Gateway | None = None) -> Starlet
         return JSONResponse({"status": "ok", "connections": states})
 
     async def metrics(request: Request) -> Response:
+        principal = request.scope.get(PRINCIPAL_KEY)
+        assert isinstance(principal, Principal)
+        try:
+            _require_metrics_reader(principal)
+        except InBandError as exc:
+            return _refusal(exc, settings)
         gw: Gateway = request.app.state.gateway
         telemetry.audit_rows.set(gw.audit_rows_written)
-        return PlainTextResponse(telemetry.render(), media_type="text/plain; version=0.0.4")
+        text = await anyio.to_thread.run_sync(telemetry.render)  # off the event loop
+        return PlainTextResponse(text, media_type="text/plain; version=0.0.4")
 
     async def resource_metadata(request: Request) -> Response:
         servers = [settings.oauth_issuer] if settings.oauth_issuer else []
@@ -110,18 +155,30 @@ def create_app(settings: Settings, *, gateway: Gateway | None = None) -> Starlet
         return JSONResponse(openapi_document(request.app.state.control, settings.resource_url))
 
     api = Router(routes=rest_routes(settings.control_prefix, PRINCIPAL_KEY))
+    metrics_app = Router(routes=[Route("/metrics", metrics, methods=["GET"])])
     return Starlette(
         routes=[
             Route("/healthz", healthz),
-            Route("/metrics", metrics),
+            Route("/metrics", Authenticated(metrics_app, settings), methods=["GET"]),
             Route(METADATA_PATH, resource_metadata),
             Route(METADATA_PATH + "/mcp", resource_metadata),
             Route("/api/openapi.json", openapi),
             Route("/mcp", Authenticated(_SessionManagerApp(), settings), methods=["GET", "POST", "DELETE"]),
             Route("/api/{resource}/{operation}", Authenticated(api, settings), methods=["POST"]),
         ],
+        middleware=[Middleware(BodyLimit, limit=settings.max_body_bytes)],
         lifespan=lifespan,
     )
+
+
+def _refusal(exc: InBandError, settings: Settings) -> Response:
+    headers = {}
+    if isinstance(exc, ScopeRequired):  # RFC 6750: the grant is short of a scope
+        metadata_url = settings.resource_url + METADATA_PATH
+        headers["WWW-Authenticate"] = www_authenticate(
+            metadata_url, error="insufficient_scope", scope=exc.scope
+        )
+    return JSONResponse(exc.to_payload(), 403, headers=headers)
 
 
 @asynccontextmanager
