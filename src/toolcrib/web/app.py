@@ -8,29 +8,28 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-import anyio.to_thread
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, Router
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from toolcrib.auth.metadata import protected_resource_metadata, www_authenticate
-from toolcrib.errors import InBandError, PermissionRequired, ScopeRequired, Unauthenticated
+from toolcrib.errors import Unauthenticated
 from toolcrib.gateway.control import ControlPlane
 from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.identity import authenticate
 from toolcrib.gateway.surface import SURFACES
 from toolcrib.policy.gates import Principal
-from toolcrib.policy.roles import has_permission
-from toolcrib.policy.scopes import SCOPES, scope_for
+from toolcrib.policy.scopes import SCOPES
 from toolcrib.settings import Settings
 from toolcrib.web.limits import BodyLimit
 from toolcrib.web.mcp import PRINCIPAL_KEY, build_mcp_server
+from toolcrib.web.metrics import metrics_router
 from toolcrib.web.rest import METADATA_PATH, openapi_document, rest_routes
 from toolcrib.web.telemetry import Telemetry
 
@@ -87,18 +86,6 @@ def _session_user(principal: Principal) -> AuthenticatedUser:
     return AuthenticatedUser(token)
 
 
-METRICS_PERMISSIONS = ("usage:read", "audit:read")
-"""A grant reads ``/metrics`` when its member's role holds one of these (owner and admin hold both),
-and the grant holds the read scope: the same bar as reading the audit trail or usage."""
-
-
-def _require_metrics_reader(principal: Principal) -> None:
-    if not any(has_permission(principal.role, p) for p in METRICS_PERMISSIONS):
-        raise PermissionRequired("usage:read", "reading /metrics needs 'usage:read' or 'audit:read'")
-    if scope_for("read") not in principal.scopes:
-        raise ScopeRequired(scope_for("read"))
-
-
 class _SessionManagerApp:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         manager: StreamableHTTPSessionManager = scope["app"].state.session_manager
@@ -132,18 +119,6 @@ def create_app(settings: Settings, *, gateway: Gateway | None = None) -> Starlet
             states[row.status] = states.get(row.status, 0) + 1
         return JSONResponse({"status": "ok", "connections": states})
 
-    async def metrics(request: Request) -> Response:
-        principal = request.scope.get(PRINCIPAL_KEY)
-        assert isinstance(principal, Principal)
-        try:
-            _require_metrics_reader(principal)
-        except InBandError as exc:
-            return _refusal(exc, settings)
-        gw: Gateway = request.app.state.gateway
-        telemetry.audit_rows.set(gw.audit_rows_written)
-        text = await anyio.to_thread.run_sync(telemetry.render)  # off the event loop
-        return PlainTextResponse(text, media_type="text/plain; version=0.0.4")
-
     async def resource_metadata(request: Request) -> Response:
         servers = [settings.oauth_issuer] if settings.oauth_issuer else []
         doc: dict[str, Any] = protected_resource_metadata(
@@ -155,7 +130,7 @@ def create_app(settings: Settings, *, gateway: Gateway | None = None) -> Starlet
         return JSONResponse(openapi_document(request.app.state.control, settings.resource_url))
 
     api = Router(routes=rest_routes(settings.control_prefix, PRINCIPAL_KEY))
-    metrics_app = Router(routes=[Route("/metrics", metrics, methods=["GET"])])
+    metrics_app = metrics_router(settings, telemetry, PRINCIPAL_KEY)
     return Starlette(
         routes=[
             Route("/healthz", healthz),
@@ -169,16 +144,6 @@ def create_app(settings: Settings, *, gateway: Gateway | None = None) -> Starlet
         middleware=[Middleware(BodyLimit, limit=settings.max_body_bytes)],
         lifespan=lifespan,
     )
-
-
-def _refusal(exc: InBandError, settings: Settings) -> Response:
-    headers = {}
-    if isinstance(exc, ScopeRequired):  # RFC 6750: the grant is short of a scope
-        metadata_url = settings.resource_url + METADATA_PATH
-        headers["WWW-Authenticate"] = www_authenticate(
-            metadata_url, error="insufficient_scope", scope=exc.scope
-        )
-    return JSONResponse(exc.to_payload(), 403, headers=headers)
 
 
 @asynccontextmanager
