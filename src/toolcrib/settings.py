@@ -46,7 +46,8 @@ class Settings(BaseSettings):
     any other ``Origin`` are refused; requests without one (non-browser clients) are allowed."""
 
     max_body_bytes: int = 4 * 1024 * 1024
-    """Largest accepted request body (R-2.4: 4 MiB)."""
+    """Largest accepted request body on every route (R-2.4: 4 MiB). A larger one is answered 413
+    ``too_large`` as soon as its declared length or the bytes received so far pass it."""
 
     upstream_timeout_seconds: float = 30.0
     """Timeout of every call to an upstream MCP server (R-13.2)."""

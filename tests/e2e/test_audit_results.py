@@ -127,14 +127,15 @@ def depth(value: Any) -> int:
 CLIENTS, CALLS_EACH, REFUSED_EACH = 50, 20, 4
 
 
-async def _prepare_load(tmp_path: Path, fixture_url: str) -> list[str]:
-    """Two accounts of the fixture (stdio and HTTP), a block rule for members, 50 member tokens."""
+async def _prepare_load(tmp_path: Path, fixture_url: str) -> tuple[list[str], str]:
+    """Two accounts of the fixture (stdio and HTTP), a block rule for members, 50 member tokens,
+    and the owner's token (it reads /metrics)."""
     async with open_gateway(settings_for(tmp_path)) as gw:
-        await owner_token(gw)
+        owner = await owner_token(gw)
         await add_connection(gw, "desk-a", connector="Helpdesk", command=FIXTURE_SERVER)
         await add_connection(gw, "desk-b", connector="Helpdesk", url=fixture_url)
         await add_restriction(gw, effect="block", target_kind="role", target="member", tool="reveal_config")
-        return [await member_token(gw, f"load-{i:02d}") for i in range(CLIENTS)]
+        return [await member_token(gw, f"load-{i:02d}") for i in range(CLIENTS)], owner
 
 
 async def _refused_call(client: Any, account: str, kind: int) -> Any:
@@ -151,7 +152,7 @@ async def _refused_call(client: Any, account: str, kind: int) -> Any:
 async def test_r11_1_fifty_clients_thousand_calls_write_exactly_thousand_rows_and_refusals_none(
     tmp_path: Path, fixture_http: Process
 ) -> None:
-    tokens = await _prepare_load(tmp_path, fixture_http.url)
+    tokens, owner = await _prepare_load(tmp_path, fixture_http.url)
     db_url = settings_for(tmp_path).database_url
     sums: Counter[str] = Counter()
     refusals: Counter[str] = Counter()
@@ -175,7 +176,7 @@ async def test_r11_1_fifty_clients_thousand_calls_write_exactly_thousand_rows_an
                 for i in range(CLIENTS):
                     tg.start_soon(one_client, i, gateway.url)
         elapsed = time.perf_counter() - started
-        metrics = _metrics(gateway.url)
+        metrics = _metrics(gateway.url, owner)
     finally:
         gateway.stop()
     rows = audit_rows(db_path(db_url))
@@ -190,8 +191,8 @@ async def test_r11_1_fifty_clients_thousand_calls_write_exactly_thousand_rows_an
     assert all(r["error_code"] is None and r["duration_ms"] >= 0 for r in rows)
 
 
-def _metrics(base: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    response = httpx2.get(base + "/metrics", timeout=10)
+def _metrics(base: str, token: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    response = httpx2.get(base + "/metrics", headers={"Authorization": f"Bearer {token}"}, timeout=10)
     assert response.status_code == 200
     return _parse(response.text)
 
@@ -585,7 +586,7 @@ async def test_r14_1_metrics_count_requests_latency_searches_upstream_failures_a
     tmp_path: Path, fixture_http: Process
 ) -> None:
     async with open_gateway(settings_for(tmp_path, upstream_timeout_seconds=2)) as gw:
-        await owner_token(gw)
+        owner = await owner_token(gw)
         await add_connection(gw, "desk-a", connector="Helpdesk", command=FIXTURE_SERVER)
         await add_connection(gw, "desk-b", connector="Helpdesk", url=fixture_http.url)
         alice = await member_token(gw, "alice")
@@ -607,7 +608,7 @@ async def test_r14_1_metrics_count_requests_latency_searches_upstream_failures_a
                     "invalid_arguments"
                 )
             async with httpx2.AsyncClient() as http:
-                response = await http.get(base + "/metrics")
+                response = await http.get(base + "/metrics", headers={"Authorization": f"Bearer {owner}"})
         alice_principal = await authenticate(gw, alice)
         flat_bytes = await flat_listing_bytes(gw, alice_principal)
         assert 0 < flat_bytes < gw.flat_listing_bytes()  # alice's grant has no mcp:destructive
@@ -628,8 +629,9 @@ async def test_r14_1_metrics_count_requests_latency_searches_upstream_failures_a
     assert m[("toolcrib_upstream_failures_total", (("kind", "upstream_timeout"),))] == 1
     assert m[("toolcrib_upstream_failures_total", (("kind", "upstream_error"),))] == 1
     assert m[("toolcrib_audit_rows_written", ())] == 6
-    surface = m[("toolcrib_surface_estimated_tokens_total", (("member", "alice"),))]
-    flat = m[("toolcrib_flat_listing_estimated_tokens_total", (("member", "alice"),))]
+    # Per caller role, never per member name (#10): alice is the one caller of the role member.
+    surface = m[("toolcrib_surface_estimated_tokens_total", (("role", "member"),))]
+    flat = m[("toolcrib_flat_listing_estimated_tokens_total", (("role", "member"),))]
     # Each tools/list adds its own size to the surface and a flat listing's to the other counter
     # (the SDK client lists before its calls too, so count the listings from the flat figure).
     listings = flat / (flat_bytes / 4)

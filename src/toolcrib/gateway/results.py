@@ -15,9 +15,58 @@ from toolcrib.policy.gates import Principal
 from toolcrib.store import results as store
 from toolcrib.store.results import ResultRow
 
-__all__ = ["read_result", "shape_and_store"]
+__all__ = ["is_protocol_meta_key", "read_result", "shape_and_store", "without_protocol_meta"]
 
 MAX_PAGE = 32_000
+_PROTOCOL_LABELS = frozenset({"modelcontextprotocol", "mcp"})
+
+
+def is_protocol_meta_key(key: str) -> bool:
+    """Whether a ``_meta`` key is in the namespace MCP reserves for itself.
+
+    The MCP specification reserves a key's prefix (the dot-separated labels before its ``/``) when
+    its second label is ``modelcontextprotocol`` or ``mcp`` (``io.modelcontextprotocol/``,
+    ``dev.mcp/``), and, in its earlier wording, when one of those two labels is followed by another
+    label (``modelcontextprotocol.io/``, ``tools.mcp.com/``). Both readings are honoured.
+    """
+    prefix, slash, _ = key.partition("/")
+    if not slash or not prefix:
+        return False
+    labels = prefix.lower().split(".")
+    return (len(labels) > 1 and labels[1] in _PROTOCOL_LABELS) or any(
+        label in _PROTOCOL_LABELS for label in labels[:-1]
+    )
+
+
+def _strip(meta: Any) -> dict[str, Any] | None:
+    if not isinstance(meta, Mapping):
+        return None
+    kept = {k: v for k, v in meta.items() if not is_protocol_meta_key(str(k))}
+    return kept or None
+
+
+def without_protocol_meta(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """An upstream result without the ``_meta`` keys of the protocol's own namespace (R-3.3).
+
+    Those keys (``io.modelcontextprotocol/serverInfo`` and the like) describe the upstream's side
+    of its own connection; passed on, the client would take them for the gateway's. Other keys pass.
+    """
+    out = {k: v for k, v in raw.items() if k != "_meta"}
+    if (meta := _strip(raw.get("_meta"))) is not None:
+        out["_meta"] = meta
+    content = out.get("content")
+    if isinstance(content, list):
+        out["content"] = [_block_without_protocol_meta(block) for block in content]
+    return out
+
+
+def _block_without_protocol_meta(block: Any) -> Any:
+    if not isinstance(block, Mapping) or "_meta" not in block:
+        return block
+    kept = {k: v for k, v in block.items() if k != "_meta"}
+    if (meta := _strip(block["_meta"])) is not None:
+        kept["_meta"] = meta
+    return kept
 
 
 async def shape_and_store(
@@ -30,8 +79,9 @@ async def shape_and_store(
     account: str,
     connector: str,
 ) -> dict[str, Any]:
-    """Redact, then cap (step 16); a cut result is kept in full and named (R-12.3)."""
-    shaped = shape_result(raw, secrets=secrets)
+    """Drop the protocol's own ``_meta`` keys, redact, then cap (step 16); a cut result is kept in
+    full and named (R-12.3)."""
+    shaped = shape_result(without_protocol_meta(raw), secrets=secrets)
     if not shaped.truncated or shaped.full is None:
         return shaped.result
     row = ResultRow(

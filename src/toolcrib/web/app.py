@@ -8,10 +8,13 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, Router
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -20,9 +23,13 @@ from toolcrib.errors import Unauthenticated
 from toolcrib.gateway.control import ControlPlane
 from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.identity import authenticate
+from toolcrib.gateway.surface import SURFACES
+from toolcrib.policy.gates import Principal
 from toolcrib.policy.scopes import SCOPES
 from toolcrib.settings import Settings
+from toolcrib.web.limits import BodyLimit
 from toolcrib.web.mcp import PRINCIPAL_KEY, build_mcp_server
+from toolcrib.web.metrics import metrics_router
 from toolcrib.web.rest import METADATA_PATH, openapi_document, rest_routes
 from toolcrib.web.telemetry import Telemetry
 
@@ -60,7 +67,23 @@ class Authenticated:
             await JSONResponse(body, 401, headers={"WWW-Authenticate": challenge})(scope, receive, send)
             return
         scope[PRINCIPAL_KEY] = principal
+        scope["user"] = _session_user(principal)
         await self._inner(scope, receive, send)
+
+
+def _session_user(principal: Principal) -> AuthenticatedUser:
+    """The identity the MCP SDK binds a stateful session to: the member who opened it.
+
+    The SDK answers 404 to a request naming a session another identity opened (GET, POST and
+    DELETE alike); without ``scope["user"]`` every caller would be the same anonymous owner.
+    """
+    token = AccessToken(
+        token=principal.grant_id,
+        client_id=principal.member,
+        subject=principal.member,
+        scopes=sorted(principal.scopes),
+    )
+    return AuthenticatedUser(token)
 
 
 class _SessionManagerApp:
@@ -84,6 +107,8 @@ def create_app(settings: Settings, *, gateway: Gateway | None = None) -> Starlet
                 max_request_body_size=settings.max_body_bytes,
             )
             app.state.gateway, app.state.control, app.state.session_manager = gw, control, manager
+            surface = SURFACES[settings.surface]
+            telemetry.name_tools([surface.search, surface.execute, *(n for n, _ in control.all_operations())])
             async with manager.run():
                 yield
 
@@ -93,11 +118,6 @@ def create_app(settings: Settings, *, gateway: Gateway | None = None) -> Starlet
         for row in gw.connections.values():
             states[row.status] = states.get(row.status, 0) + 1
         return JSONResponse({"status": "ok", "connections": states})
-
-    async def metrics(request: Request) -> Response:
-        gw: Gateway = request.app.state.gateway
-        telemetry.audit_rows.set(gw.audit_rows_written)
-        return PlainTextResponse(telemetry.render(), media_type="text/plain; version=0.0.4")
 
     async def resource_metadata(request: Request) -> Response:
         servers = [settings.oauth_issuer] if settings.oauth_issuer else []
@@ -110,16 +130,18 @@ def create_app(settings: Settings, *, gateway: Gateway | None = None) -> Starlet
         return JSONResponse(openapi_document(request.app.state.control, settings.resource_url))
 
     api = Router(routes=rest_routes(settings.control_prefix, PRINCIPAL_KEY))
+    metrics_app = metrics_router(settings, telemetry, PRINCIPAL_KEY)
     return Starlette(
         routes=[
             Route("/healthz", healthz),
-            Route("/metrics", metrics),
+            Route("/metrics", Authenticated(metrics_app, settings), methods=["GET"]),
             Route(METADATA_PATH, resource_metadata),
             Route(METADATA_PATH + "/mcp", resource_metadata),
             Route("/api/openapi.json", openapi),
             Route("/mcp", Authenticated(_SessionManagerApp(), settings), methods=["GET", "POST", "DELETE"]),
             Route("/api/{resource}/{operation}", Authenticated(api, settings), methods=["POST"]),
         ],
+        middleware=[Middleware(BodyLimit, limit=settings.max_body_bytes)],
         lifespan=lifespan,
     )
 

@@ -1,18 +1,55 @@
-"""Prometheus metrics and the surface-size estimate (R-14.1). Token figures are estimates: bytes / 4."""
+"""Prometheus metrics and the surface-size estimate (R-14.1). Token figures are estimates: bytes / 4.
+
+Every label comes from a closed set, so no caller can grow the registry (#10): a tool is named only
+when it is on the gateway's own surface (the meta-tools and the control-plane operations; anything
+else is ``unknown``), an outcome is ``ok``, ``tool_error`` or an R-3.3 error code (anything else is
+``internal_error``), and the surface figures are per role, never per member name.
+"""
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from toolcrib.policy.gates import Principal
+from toolcrib.policy.roles import ROLES
 
-__all__ = ["Telemetry"]
+__all__ = ["OUTCOMES", "UNKNOWN", "Telemetry"]
+
+UNKNOWN = "unknown"
+"""The one label every name outside the closed set folds into."""
+
+OUTCOMES: frozenset[str] = frozenset(
+    {
+        "ok",
+        "tool_error",
+        "permission_required",
+        "scope_required",
+        "not_found",
+        "restricted",
+        "forbidden",
+        "connection_inactive",
+        "handle_expired",
+        "schema_changed",
+        "needs_input",
+        "invalid_arguments",
+        "upstream_error",
+        "upstream_timeout",
+        "rate_limited",
+        "too_large",
+        "needs_reauth",
+        "approval_required",
+        "approval_declined",
+        "store_busy",
+        "internal_error",
+    }
+)
+"""The outcome labels: success, an upstream's own ``isError``, and the error codes of R-3.3."""
 
 
 def _bytes(value: Any) -> int:
@@ -24,7 +61,7 @@ class _Outcome:
         self.code = "ok"
 
     def error(self, code: str) -> None:
-        self.code = code
+        self.code = code if code in OUTCOMES else "internal_error"
 
 
 class Telemetry:
@@ -32,6 +69,7 @@ class Telemetry:
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
+        self._tools: frozenset[str] = frozenset()
         r = self.registry
         self.requests = Counter(
             "toolcrib_tool_calls_total", "MCP tools/call requests", ["tool", "outcome"], registry=r
@@ -43,39 +81,48 @@ class Telemetry:
         )
         self.surface = Counter(
             "toolcrib_surface_estimated_tokens_total",
-            "Estimated tokens (bytes/4) of tools/list and search results sent, per member",
-            ["member"],
+            "Estimated tokens (bytes/4) of tools/list and search results sent, per caller role",
+            ["role"],
             registry=r,
         )
         self.flat = Counter(
             "toolcrib_flat_listing_estimated_tokens_total",
-            "Estimated tokens (bytes/4) a flat listing of the visible catalog would have cost, per member",
-            ["member"],
+            "Estimated tokens (bytes/4) a flat listing of the caller's visible catalog would have cost,"
+            " per caller role",
+            ["role"],
             registry=r,
         )
         self.audit_rows = Gauge(
             "toolcrib_audit_rows_written", "audit rows written by this process", registry=r
         )
-        """What a flat listing weighs now; the app points it at the gateway's catalog at start-up."""
+
+    def name_tools(self, names: Iterable[str]) -> None:
+        """The tool names that get a label of their own: the surface ``tools/list`` can show."""
+        self._tools = frozenset(names)
+
+    def tool_label(self, name: str) -> str:
+        return name if name in self._tools else UNKNOWN
 
     def sent(self, principal: Principal, *, tools_list: list[dict[str, Any]], flat_bytes: int) -> None:
         """A ``tools/list`` answer, against a flat listing of the caller's visible catalog."""
-        self.surface.labels(principal.member).inc(_bytes(tools_list) / 4)
-        self.flat.labels(principal.member).inc(flat_bytes / 4)
+        role = _role(principal)
+        self.surface.labels(role).inc(_bytes(tools_list) / 4)
+        self.flat.labels(role).inc(flat_bytes / 4)
 
     def searched(self, principal: Principal, response: dict[str, Any]) -> None:
         self.searches.labels("non_empty" if response.get("results") else "empty").inc()
-        self.surface.labels(principal.member).inc(_bytes(response) / 4)
+        self.surface.labels(_role(principal)).inc(_bytes(response) / 4)
 
     @contextmanager
     def call(self, tool: str) -> Iterator[_Outcome]:
-        label = (
-            tool if tool.startswith(("search_tools", "execute_tool", "discover", "run_")) else "control_plane"
-        )
+        label = self.tool_label(tool)
         outcome = _Outcome()
         started = time.perf_counter()
         try:
             yield outcome
+        except BaseException:
+            outcome.error("internal_error")
+            raise
         finally:
             self.latency.labels(label).observe(time.perf_counter() - started)
             self.requests.labels(label, outcome.code).inc()
@@ -83,4 +130,9 @@ class Telemetry:
                 self.upstream_failures.labels(outcome.code).inc()
 
     def render(self) -> bytes:
+        """The exposition text; its size is bounded by the closed label sets above."""
         return generate_latest(self.registry)
+
+
+def _role(principal: Principal) -> str:
+    return principal.role if principal.role in ROLES else UNKNOWN

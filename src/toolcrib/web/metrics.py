@@ -1,0 +1,66 @@
+"""``GET /metrics``: Prometheus text for grants that may read usage or the audit trail (R-14.1, #10).
+
+The route sits behind the same bearer check as ``/mcp`` and ``/api``. The figures say how the
+organization uses its tools, so they are read with the bar of usage and audit reads: the member's
+role holds ``usage:read`` or ``audit:read`` (owner, admin, auditor, billing_admin) and the grant
+holds ``mcp:read``. A scraper gets a member of its own (``billing_admin`` or ``auditor``) and a
+token, revocable like any other; there is no separate metrics secret to manage.
+"""
+
+from __future__ import annotations
+
+import anyio.to_thread
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.routing import Route, Router
+
+from toolcrib.auth.metadata import www_authenticate
+from toolcrib.errors import InBandError, PermissionRequired, ScopeRequired
+from toolcrib.gateway.core import Gateway
+from toolcrib.policy.gates import Principal
+from toolcrib.policy.roles import has_permission
+from toolcrib.policy.scopes import scope_for
+from toolcrib.settings import Settings
+from toolcrib.web.rest import METADATA_PATH
+from toolcrib.web.telemetry import Telemetry
+
+__all__ = ["METRICS_PERMISSIONS", "metrics_router", "require_metrics_reader"]
+
+METRICS_PERMISSIONS = ("usage:read", "audit:read")
+"""A grant reads ``/metrics`` when its member's role holds one of these and it holds ``mcp:read``."""
+
+
+def require_metrics_reader(principal: Principal) -> None:
+    """``permission_required`` naming ``usage:read``, then ``scope_required`` naming ``mcp:read``."""
+    if not any(has_permission(principal.role, p) for p in METRICS_PERMISSIONS):
+        raise PermissionRequired("usage:read", "reading /metrics needs 'usage:read' or 'audit:read'")
+    if scope_for("read") not in principal.scopes:
+        raise ScopeRequired(scope_for("read"))
+
+
+def metrics_router(settings: Settings, telemetry: Telemetry, principal_key: str) -> Router:
+    """The route; the caller puts it behind the bearer check, which sets ``principal_key``."""
+
+    async def metrics(request: Request) -> Response:
+        principal = request.scope.get(principal_key)
+        assert isinstance(principal, Principal)
+        try:
+            require_metrics_reader(principal)
+        except InBandError as exc:
+            return _refusal(exc, settings)
+        gw: Gateway = request.app.state.gateway
+        telemetry.audit_rows.set(gw.audit_rows_written)
+        text = await anyio.to_thread.run_sync(telemetry.render)  # off the event loop
+        return PlainTextResponse(text, media_type="text/plain; version=0.0.4")
+
+    return Router(routes=[Route("/metrics", metrics, methods=["GET"])])
+
+
+def _refusal(exc: InBandError, settings: Settings) -> Response:
+    headers = {}
+    if isinstance(exc, ScopeRequired):  # RFC 6750: the grant is short of a scope
+        metadata_url = settings.resource_url + METADATA_PATH
+        headers["WWW-Authenticate"] = www_authenticate(
+            metadata_url, error="insufficient_scope", scope=exc.scope
+        )
+    return JSONResponse(exc.to_payload(), 403, headers=headers)
