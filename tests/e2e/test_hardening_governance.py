@@ -21,9 +21,9 @@ import pytest
 from tests.conftest import FIXTURE_SERVER, Process, cli, cli_json
 from tests.e2e.org import ALL_SCOPES, PREFIX, Org, error_of, organization
 from tests.fixtures.fixture_server import JWT_SHAPED
-from toolcrib.errors import InvalidArguments
+from toolcrib.errors import Forbidden, InvalidArguments
 from toolcrib.gateway import members
-from toolcrib.gateway.connections import add_connection, remove_connection
+from toolcrib.gateway.connections import add_connection, remove_connection, update_connection
 from toolcrib.gateway.identity import authenticate
 from toolcrib.store import connections as conn_store
 from toolcrib.store import members as member_store
@@ -257,6 +257,29 @@ async def test_r13_3_allow_remote_stdio_lets_the_remote_faces_add_a_stdio_server
         assert (await org.control(org.owner, "connections__create", create))["status"] == "active"
     finally:
         await remove_connection(org.gw, "remote-stdio")
+
+
+async def test_r13_3_update_to_a_stdio_command_or_its_env_is_forbidden_to_a_token_by_default(
+    org: Org,
+) -> None:
+    admin = await authenticate(org.gw, await org.token("ada", "admin", ALL_SCOPES))
+    with pytest.raises(Forbidden):
+        await update_connection(org.gw, "desk", command=FIXTURE_SERVER, actor=admin)
+    desk = await conn_store.get_connection(org.gw.db, "desk")
+    assert desk is not None
+    assert (desk.transport, desk.command, desk.url) == ("http", None, org.upstream)
+    row = await add_connection(org.gw, "local", connector="Local", command=FIXTURE_SERVER)
+    try:
+        with pytest.raises(Forbidden):
+            await update_connection(org.gw, "local", env={"LD_PRELOAD": "/tmp/x.so"}, actor=admin)
+        with pytest.raises(InvalidArguments):
+            await update_connection(org.gw, "local", command=["a", 1], actor=admin)  # type: ignore[list-item]
+        relabelled = await update_connection(org.gw, "local", connector="Local Two", actor=admin)
+        assert (relabelled.connector, relabelled.status, relabelled.command) == ("Local Two", "active", None)
+        moved = await update_connection(org.gw, "local", env={"FIXTURE_API_KEY": SECRET})  # the host may
+        assert (moved.status, moved.command) == ("active", row.command)
+    finally:
+        await remove_connection(org.gw, "local")
 
 
 # --- finding 7: one malformed control-plane call breaks listing for everyone -------------------

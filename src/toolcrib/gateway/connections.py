@@ -19,7 +19,7 @@ from toolcrib.errors import (
     UpstreamAuthFailed,
 )
 from toolcrib.gateway import reach
-from toolcrib.gateway.connection_definition import check_definition, malformed
+from toolcrib.gateway.connection_definition import Definition, check_definition, malformed
 from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.shaping import redact_text
 from toolcrib.policy.gates import Principal
@@ -34,6 +34,7 @@ __all__ = [
     "refresh_connection",
     "remove_connection",
     "sync_connection",
+    "update_connection",
 ]
 
 
@@ -69,10 +70,7 @@ async def add_connection(
     """
     d = check_definition(name, connector, command, url, env, headers)
     _require_stdio_allowed(gw, actor, d.argv is not None)
-    if actor is not None:
-        rules = (await gw.policy()).rules
-        if not reach.decide(rules, actor, account=d.name, connector=d.connector, where="connect").allowed:
-            raise Restricted(f"connecting {d.connector!r} is withheld by a restriction")
+    await _require_reach(gw, actor, d)
     if d.name in gw.connections or await store.get_connection(gw.db, d.name):
         raise ConfigError(f"a connection named {d.name!r} already exists")
     row = ConnectionRow(
@@ -90,6 +88,62 @@ async def add_connection(
     await store.insert_connection(gw.db, row)
     gw.connections[d.name] = row
     return _shown(gw, await sync_connection(gw, d.name), actor)
+
+
+async def update_connection(
+    gw: Gateway,
+    name: str,
+    *,
+    connector: str | None = None,
+    command: str | list[str] | None = None,
+    url: str | None = None,
+    env: Mapping[str, str] | None = None,
+    headers: Mapping[str, str] | None = None,
+    actor: Principal | None = None,
+) -> ConnectionRow:
+    """Change what is given (the rest is kept), checked like a new connection, then sync again.
+
+    A new command, or new ``env`` for a stdio server (``LD_PRELOAD`` runs code too), is refused to
+    an ``actor`` unless ``allow_remote_stdio`` is set, as on creation.
+    """
+    await get_connection(gw, name, actor)  # not_found unless the actor may reach it
+    current = await store.get_connection(gw.db, name)
+    if current is None:
+        raise NotFound(f"no connection named {name!r}")
+    secrets: dict[str, Any] = gw.box.open(current.secrets) or {}
+    if command is None and url is None:
+        command, url = current.command, current.url
+    d = check_definition(
+        name,
+        current.connector if connector is None else connector,
+        command,
+        url,
+        secrets.get("env") if env is None else env,
+        secrets.get("headers") if headers is None else headers,
+    )
+    stdio_changed = d.argv is not None and (d.argv != current.command or env is not None)
+    _require_stdio_allowed(gw, actor, stdio_changed)
+    await _require_reach(gw, actor, d)
+    await store.update_connection(
+        gw.db,
+        name,
+        connector=d.connector,
+        transport="stdio" if d.argv is not None else "http",
+        command=d.argv,
+        url=d.url,
+        secrets=gw.box.seal({"env": d.env, "headers": d.headers}),
+    )
+    await gw.upstreams.discard(name)
+    return _shown(gw, await sync_connection(gw, name), actor)
+
+
+async def _require_reach(gw: Gateway, actor: Principal | None, d: Definition) -> None:
+    """An actor connects only what the restriction resolver lets them reach (R-8.4)."""
+    if actor is None:
+        return
+    rules = (await gw.policy()).rules
+    if not reach.decide(rules, actor, account=d.name, connector=d.connector, where="connect").allowed:
+        raise Restricted(f"connecting {d.connector!r} is withheld by a restriction")
 
 
 def spec_of(gw: Gateway, row: ConnectionRow) -> UpstreamSpec:
