@@ -95,6 +95,11 @@ class Settings(BaseSettings):
     oauth_audience: str | None = None
     """Audience a JWT must carry (defaults to the public URL of ``/mcp``)."""
 
+    allow_remote_stdio: bool = False
+    """Let a member's token create or change a stdio connection (a command run on this host) over
+    MCP or REST. Off by default, so that no token is a way to run programs on the gateway's machine:
+    only the command line on the host adds stdio servers; remote faces may add HTTP URLs."""
+
     log_level: str = "INFO"
     """Logging level of the gateway process."""
 

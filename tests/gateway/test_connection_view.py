@@ -39,3 +39,20 @@ def test_r13_3_view_of_a_stdio_connection_shows_its_command_not_its_env() -> Non
     view = connection_view(row)
     assert view["target"] == "mcp-server-time --local-timezone UTC"
     assert "secrets" not in view
+
+
+def test_r13_3_view_of_a_stdio_row_read_without_its_command_names_no_target() -> None:
+    view = connection_view(_row(transport="stdio", url=None, command=None))
+    assert (view["transport"], view["target"]) == ("stdio", None)
+
+
+def test_r13_3_a_query_string_key_in_the_url_is_not_shown() -> None:
+    view = connection_view(_row(url="https://crm.example/mcp?api_key=sk-live-abcdef123456"))
+    assert "sk-live" not in json.dumps(view)
+    assert view["target"].startswith("https://crm.example/mcp?")
+
+
+def test_r13_1_a_malformed_row_is_viewed_as_error_not_raised() -> None:
+    view = connection_view(_row(transport="stdio", url=None, command=["a", 1]))
+    assert (view["status"], view["target"]) == ("error", None)
+    assert "malformed" in view["reason"]

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import re
-import shlex
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -13,13 +12,16 @@ from toolcrib.catalog.normalize import normalize_catalog
 from toolcrib.errors import (
     CatalogRefused,
     ConfigError,
+    Forbidden,
     InBandError,
     NotFound,
     Restricted,
     UpstreamAuthFailed,
 )
 from toolcrib.gateway import reach
+from toolcrib.gateway.connection_definition import Definition, check_definition, malformed
 from toolcrib.gateway.core import Gateway
+from toolcrib.gateway.shaping import redact_text
 from toolcrib.policy.gates import Principal
 from toolcrib.store import connections as store
 from toolcrib.store.connections import ConnectionRow, StoredTool
@@ -32,13 +34,21 @@ __all__ = [
     "refresh_connection",
     "remove_connection",
     "sync_connection",
+    "update_connection",
 ]
 
-_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,39}$")
 
+def _require_stdio_allowed(gw: Gateway, actor: Principal | None, stdio: bool) -> None:
+    """A stdio connection runs a command on this host: over MCP or REST only when allowed.
 
-def _parse_pairs(pairs: Mapping[str, str] | None) -> dict[str, str]:
-    return {str(k): str(v) for k, v in (pairs or {}).items()}
+    The command line on the host (``actor=None``) always may. The answer is ``forbidden``, not
+    ``permission_required``: no role or scope would let a token do it, only the host's setting.
+    """
+    if stdio and actor is not None and not gw.settings.allow_remote_stdio:
+        raise Forbidden(
+            "a stdio connection runs a command on the gateway's host: add it with the command line "
+            "there (or set TOOLCRIB_ALLOW_REMOTE_STDIO); over MCP and REST, connect a URL"
+        )
 
 
 async def add_connection(
@@ -54,46 +64,92 @@ async def add_connection(
 ) -> ConnectionRow:
     """Create a connection (status ``pending``) and sync its catalog at once.
 
-    An ``actor`` (a member over MCP or REST) may only connect what the resolver lets them reach.
+    The whole definition is checked before anything is saved (``invalid_arguments``). An ``actor``
+    (a member over MCP or REST; the command line passes none) may only connect what the resolver
+    lets them reach, and a stdio command only when ``allow_remote_stdio`` is set.
     """
-    if not _NAME.match(name) or "__" in name:
-        raise ConfigError(f"connection name {name!r} must match ^[a-z0-9][a-z0-9-]{{0,39}}$")
-    if (command is None) == (url is None):
-        raise ConfigError("give exactly one of a command (stdio) or a URL (Streamable HTTP)")
-    argv = shlex.split(command) if isinstance(command, str) else list(command or [])
-    if command is not None and not argv:
-        raise ConfigError("the command is empty")
-    if url is not None and not url.startswith(("http://", "https://")):
-        raise ConfigError(f"{url!r} is not an http(s) URL")
-    if not connector.strip():
-        raise ConfigError("a connector label is required")
-    if actor is not None:
-        rules = (await gw.policy()).rules
-        if not reach.decide(rules, actor, account=name, connector=connector.strip(), where="connect").allowed:
-            raise Restricted(f"connecting {connector!r} is withheld by a restriction")
-    if name in gw.connections or await store.get_connection(gw.db, name):
-        raise ConfigError(f"a connection named {name!r} already exists")
-    secrets = {"env": _parse_pairs(env), "headers": _parse_pairs(headers)}
+    d = check_definition(name, connector, command, url, env, headers)
+    _require_stdio_allowed(gw, actor, d.argv is not None)
+    await _require_reach(gw, actor, d)
+    if d.name in gw.connections or await store.get_connection(gw.db, d.name):
+        raise ConfigError(f"a connection named {d.name!r} already exists")
     row = ConnectionRow(
-        name=name,
-        connector=connector.strip(),
-        transport="stdio" if argv else "http",
-        command=argv or None,
-        url=url,
-        secrets=gw.box.seal(secrets),
+        name=d.name,
+        connector=d.connector,
+        transport="stdio" if d.argv is not None else "http",
+        command=d.argv,
+        url=d.url,
+        secrets=gw.box.seal({"env": d.env, "headers": d.headers}),
         status="pending",
         reason="not synced yet",
         tool_count=0,
         catalog_version=0,
     )
     await store.insert_connection(gw.db, row)
-    gw.connections[name] = row
-    return await sync_connection(gw, name)
+    gw.connections[d.name] = row
+    return _shown(gw, await sync_connection(gw, d.name), actor)
+
+
+async def update_connection(
+    gw: Gateway,
+    name: str,
+    *,
+    connector: str | None = None,
+    command: str | list[str] | None = None,
+    url: str | None = None,
+    env: Mapping[str, str] | None = None,
+    headers: Mapping[str, str] | None = None,
+    actor: Principal | None = None,
+) -> ConnectionRow:
+    """Change what is given (the rest is kept), checked like a new connection, then sync again.
+
+    A new command, or new ``env`` for a stdio server (``LD_PRELOAD`` runs code too), is refused to
+    an ``actor`` unless ``allow_remote_stdio`` is set, as on creation.
+    """
+    await get_connection(gw, name, actor)  # not_found unless the actor may reach it
+    current = await store.get_connection(gw.db, name)
+    if current is None:
+        raise NotFound(f"no connection named {name!r}")
+    secrets: dict[str, Any] = gw.box.open(current.secrets) or {}
+    if command is None and url is None:
+        command, url = current.command, current.url
+    d = check_definition(
+        name,
+        current.connector if connector is None else connector,
+        command,
+        url,
+        secrets.get("env") if env is None else env,
+        secrets.get("headers") if headers is None else headers,
+    )
+    stdio_changed = d.argv is not None and (d.argv != current.command or env is not None)
+    _require_stdio_allowed(gw, actor, stdio_changed)
+    await _require_reach(gw, actor, d)
+    await store.update_connection(
+        gw.db,
+        name,
+        connector=d.connector,
+        transport="stdio" if d.argv is not None else "http",
+        command=d.argv,
+        url=d.url,
+        secrets=gw.box.seal({"env": d.env, "headers": d.headers}),
+    )
+    await gw.upstreams.discard(name)
+    return _shown(gw, await sync_connection(gw, name), actor)
+
+
+async def _require_reach(gw: Gateway, actor: Principal | None, d: Definition) -> None:
+    """An actor connects only what the restriction resolver lets them reach (R-8.4)."""
+    if actor is None:
+        return
+    rules = (await gw.policy()).rules
+    if not reach.decide(rules, actor, account=d.name, connector=d.connector, where="connect").allowed:
+        raise Restricted(f"connecting {d.connector!r} is withheld by a restriction")
 
 
 def spec_of(gw: Gateway, row: ConnectionRow) -> UpstreamSpec:
+    """How to reach ``row``; free text about it is redacted like its results (R-13.3)."""
     secrets: dict[str, Any] = gw.box.open(row.secrets) or {}
-    return UpstreamSpec(
+    spec = UpstreamSpec(
         name=row.name,
         transport="stdio" if row.transport == "stdio" else "http",
         command=tuple(row.command or ()),
@@ -101,6 +157,8 @@ def spec_of(gw: Gateway, row: ConnectionRow) -> UpstreamSpec:
         env=dict(secrets.get("env") or {}),
         headers=dict(secrets.get("headers") or {}),
     )
+    own = spec.secret_values()
+    return replace(spec, scrub=lambda text: redact_text(text, own))
 
 
 async def sync_connection(gw: Gateway, name: str) -> ConnectionRow:
@@ -111,17 +169,16 @@ async def sync_connection(gw: Gateway, name: str) -> ConnectionRow:
     row = await store.get_connection(gw.db, name)
     if row is None:
         raise NotFound(f"no connection named {name!r}")
-    session = gw.upstreams.session(spec_of(gw, row))
+    broken = _broken(row)
+    if broken is not None:  # nothing is started from a definition that cannot be sound
+        return await _failed(gw, name, "error", broken)
+    spec = spec_of(gw, row)
     try:
-        raw = await session.list_tools()
+        raw = await gw.upstreams.session(spec).list_tools()
         records = normalize_catalog(row.name, row.connector, raw)
     except (InBandError, CatalogRefused) as exc:
         status = "needs_reauth" if isinstance(exc, UpstreamAuthFailed) else "error"  # R-13.1
-        await store.set_status(gw.db, name, status, exc.message)
-        fresh = await store.get_connection(gw.db, name)
-        assert fresh is not None
-        gw.install_catalog(fresh, await store.load_catalog(gw.db, name))
-        return fresh
+        return await _failed(gw, name, status, spec.redact(exc.message))  # redacted before stored
     policy = await gw.policy()
     stored = []
     for record in records:
@@ -133,11 +190,29 @@ async def sync_connection(gw: Gateway, name: str) -> ConnectionRow:
     reason = f"{len(refused)} tool(s) refused: " + "; ".join(
         f"{s.record.name}: {s.refused}" for s in refused[:3]
     )
-    await store.replace_catalog(gw.db, name, stored, status="active", reason=reason if refused else None)
+    await store.replace_catalog(
+        gw.db, name, stored, status="active", reason=spec.redact(reason) if refused else None
+    )
     fresh = await store.get_connection(gw.db, name)
     assert fresh is not None
     gw.install_catalog(fresh, stored)
     return fresh
+
+
+async def _failed(gw: Gateway, name: str, status: str, reason: str) -> ConnectionRow:
+    """Record a failed sync (R-13.1); the previous catalog stays stored but is not live."""
+    await store.set_status(gw.db, name, status, reason)
+    fresh = await store.get_connection(gw.db, name)
+    assert fresh is not None
+    gw.install_catalog(fresh, await store.load_catalog(gw.db, name))
+    return fresh
+
+
+def _broken(row: ConnectionRow) -> str | None:
+    why = malformed(row.transport, row.command, row.url, row.connector)
+    if why is None:
+        return None
+    return f"the stored definition is malformed ({why}): remove the connection and add it again"
 
 
 def _reachable(principal: Principal | None, row: ConnectionRow, rules: Any) -> bool:
@@ -148,15 +223,39 @@ def _reachable(principal: Principal | None, row: ConnectionRow, rules: Any) -> b
     ).allowed
 
 
+def _shown(gw: Gateway, row: ConnectionRow, viewer: Principal | None) -> ConnectionRow:
+    """``row`` as ``viewer`` may read it (R-13.3); ``None`` is the operator on the host.
+
+    A stdio command line is shown to owners only. The reason is redacted again on the way out, so
+    a row stored before reasons were redacted shows no secret either. A malformed row (R-13.1)
+    reads as ``error`` with a reason instead of breaking the listing.
+    """
+    broken = _broken(row)
+    if broken is not None:
+        connector = row.connector if isinstance(row.connector, str) else "?"
+        return replace(row, connector=connector, command=None, url=None, status="error", reason=broken)
+    reason = row.reason
+    if reason:
+        try:
+            reason = spec_of(gw, row).redact(reason)
+        except ConfigError:  # the secrets cannot be opened with this key: credential shapes at least
+            reason = redact_text(reason, [])
+    owner = viewer is None or viewer.role == "owner"
+    return replace(row, reason=reason, command=row.command if owner else None)
+
+
 async def list_connections(gw: Gateway, principal: Principal | None = None) -> list[ConnectionRow]:
-    """Every connection the caller may reach (the restriction resolver decides, R-8.4)."""
-    rows = await store.list_connections(gw.db)
+    """Every connection the caller may reach (the restriction resolver decides, R-8.4), as the
+    caller may read it."""
+    rows = [_shown(gw, r, principal) for r in await store.list_connections(gw.db)]
     rules = (await gw.policy()).rules
     return [r for r in rows if _reachable(principal, r, rules)]
 
 
 async def get_connection(gw: Gateway, name: str, principal: Principal | None = None) -> ConnectionRow:
     row = await store.get_connection(gw.db, name)
+    if row is not None:
+        row = _shown(gw, row, principal)
     if row is None or not _reachable(principal, row, (await gw.policy()).rules):
         raise NotFound(f"no connection named {name!r}")
     return row
@@ -165,7 +264,7 @@ async def get_connection(gw: Gateway, name: str, principal: Principal | None = N
 async def refresh_connection(gw: Gateway, name: str, principal: Principal | None = None) -> ConnectionRow:
     row = await get_connection(gw, name, principal)
     await gw.upstreams.discard(row.name)
-    return await sync_connection(gw, row.name)
+    return _shown(gw, await sync_connection(gw, row.name), principal)
 
 
 async def remove_connection(gw: Gateway, name: str) -> None:
@@ -176,16 +275,25 @@ async def remove_connection(gw: Gateway, name: str) -> None:
 
 
 def connection_view(row: ConnectionRow) -> dict[str, Any]:
-    """What any read operation shows of a connection: never its credentials (R-13.3)."""
+    """What any read operation shows of a connection: never its credentials (R-13.3).
+
+    ``target`` is the URL without its userinfo, or the stdio command line when the row carries it
+    (rows read through this module carry it for owners only); otherwise ``None``.
+    """
+    broken = _broken(row)
+    command = row.command if broken is None else None
+    target = None
+    if row.transport == "http" and broken is None:  # a key in the query string is hidden too
+        target = redact_text(_without_userinfo(row.url or ""), [])
+    if row.transport == "stdio" and command:
+        target = " ".join(command)
     return {
         "name": row.name,
-        "connector": row.connector,
-        "transport": row.transport,
-        "target": _without_userinfo(row.url or "")
-        if row.transport == "http"
-        else " ".join(row.command or []),
-        "status": row.status,
-        "reason": row.reason,
+        "connector": row.connector if isinstance(row.connector, str) else "?",
+        "transport": row.transport if row.transport in ("stdio", "http") else "?",
+        "target": target,
+        "status": "error" if broken else row.status,
+        "reason": broken or row.reason,
         "tools": row.tool_count,
     }
 

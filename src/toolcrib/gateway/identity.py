@@ -27,7 +27,13 @@ async def authenticate(gw: Gateway, token: str | None) -> Principal:
         raise Unauthenticated("this token has expired")
     if member.status != "active":
         raise Unauthenticated(f"member {member.name!r} is {member.status}")
-    return Principal(member=member.name, role=member.role, scopes=grant.scopes, grant_id=grant.id)
+    return Principal(
+        member=member.name,
+        role=member.role,
+        scopes=grant.scopes,
+        grant_id=grant.id,
+        expires_at=grant.expires_at,
+    )
 
 
 async def _from_jwt(gw: Gateway, token: str) -> Principal:
@@ -40,4 +46,10 @@ async def _from_jwt(gw: Gateway, token: str) -> Principal:
     if member is None or member.status != "active":
         raise Unauthenticated(f"subject {verified.subject!r} is not an active member")
     grant_id = "jwt:" + (verified.token_id or verified.subject)
-    return Principal(member=member.name, role=member.role, scopes=verified.scopes, grant_id=grant_id[:40])
+    return Principal(
+        member=member.name,
+        role=member.role,
+        scopes=verified.scopes,
+        grant_id=grant_id[:40],
+        expires_at=verified.expires_at,
+    )

@@ -6,10 +6,10 @@ import re
 from typing import Any
 
 from toolcrib.auth.tokens import new_grant_id, new_token
-from toolcrib.errors import ConfigError, NotFound
+from toolcrib.errors import ConfigError, InvalidArguments, NotFound, PermissionRequired, ScopeRequired
 from toolcrib.gateway.core import Gateway
 from toolcrib.policy.gates import Principal, require_operation
-from toolcrib.policy.roles import require_member_change, require_role
+from toolcrib.policy.roles import has_permission, require_member_change, require_role
 from toolcrib.policy.scopes import SCOPES, parse_scopes
 from toolcrib.store import members as store
 from toolcrib.store.members import GrantRow, MemberRow
@@ -115,7 +115,7 @@ async def remove_member(gw: Gateway, name: str, actor: Principal | None = None) 
 
 
 async def _new_token(
-    gw: Gateway, member: str, scopes: str, expires_days: float | None
+    gw: Gateway, member: str, scopes: str, expires_days: float | None, actor: Principal | None = None
 ) -> tuple[GrantRow, str]:
     parsed = parse_scopes(scopes)
     if not parsed:
@@ -123,6 +123,8 @@ async def _new_token(
     if expires_days is not None and expires_days <= 0:
         raise ConfigError("--expires must be a positive number of days")
     expires_at = gw.clock() + expires_days * 86400 if expires_days is not None else None
+    if actor is not None:
+        expires_at = _within_actor_grant(actor, parsed, expires_at)
     token = new_token()
     grant = await store.insert_grant(
         gw.db,
@@ -136,6 +138,34 @@ async def _new_token(
     return grant, token
 
 
+def _within_actor_grant(actor: Principal, scopes: frozenset[str], expires_at: float | None) -> float | None:
+    """A grant mints only grants within itself: its scopes or fewer, ending no later than it does.
+
+    Without a chosen expiry, the new grant ends with the actor's (when that one ends at all).
+    """
+    beyond = sorted(scopes - actor.scopes)
+    if beyond:
+        raise ScopeRequired(
+            beyond[0], f"a grant creates grants within its own scopes; it lacks {beyond[0]!r}"
+        )
+    if actor.expires_at is None:
+        return expires_at
+    if expires_at is None:
+        return actor.expires_at
+    if expires_at > actor.expires_at:
+        raise InvalidArguments(
+            "a grant cannot create a grant that outlives it",
+            [{"pointer": "/expires_days", "message": "ends after the grant that creates it"}],
+        )
+    return expires_at
+
+
+def _require_owner_reach(actor: Principal, target_role: str) -> None:
+    """Only an owner acts on an owner's credentials (``owners:write``, R-7.1)."""
+    if target_role == "owner" and not has_permission(actor.role, "owners:write"):
+        raise PermissionRequired("owners:write", "only an owner can create or revoke an owner's grants")
+
+
 async def create_token(
     gw: Gateway,
     member: str,
@@ -143,13 +173,19 @@ async def create_token(
     expires_days: float | None = None,
     actor: Principal | None = None,
 ) -> tuple[GrantRow, str]:
-    """A personal access token; the token is returned once and stored only as a hash."""
+    """A personal access token; the token is returned once and stored only as a hash.
+
+    An ``actor`` (a member over MCP or REST) needs ``members:write``, ``owners:write`` for an
+    owner's token, and can only hand out scopes and a lifetime its own grant holds.
+    """
     if actor is not None:
         require_operation(actor, "members:write", "create")
     target = await _member(gw, member)
+    if actor is not None:
+        _require_owner_reach(actor, target.role)
     if target.status != "active":
         raise ConfigError(f"member {member!r} is {target.status}")
-    return await _new_token(gw, member, scopes.replace(",", " "), expires_days)
+    return await _new_token(gw, member, scopes.replace(",", " "), expires_days, actor)
 
 
 async def list_tokens(
@@ -161,9 +197,13 @@ async def list_tokens(
 
 
 async def revoke_token(gw: Gateway, grant_id: str, actor: Principal | None = None) -> None:
-    """Takes effect on the very next call (R-7.6)."""
+    """Takes effect on the very next call (R-7.6). An owner's grant is revoked by owners only."""
     if actor is not None:
         require_operation(actor, "members:write", "revoke")
+        grant = await store.get_grant(gw.db, grant_id)
+        holder = await store.get_member(gw.db, grant.member) if grant is not None else None
+        if holder is not None:
+            _require_owner_reach(actor, holder.role)
     if not await store.revoke_grant(gw.db, grant_id):
         raise NotFound(f"no active grant {grant_id!r}")
 

@@ -54,12 +54,17 @@ Visibility = Literal["visible", "restricted", "hidden"]
 
 @dataclass(frozen=True, slots=True)
 class Principal:
-    """Who is calling: the member, their role, and the grant they presented with its scopes."""
+    """Who is calling: the member, their role, and the grant they presented with its scopes.
+
+    ``expires_at`` is when that grant ends (None: it does not); a grant cannot mint one that
+    outlives it.
+    """
 
     member: str
     role: str
     scopes: frozenset[str]
     grant_id: str
+    expires_at: float | None = None
 
 
 def lists_tools(p: Principal) -> bool:

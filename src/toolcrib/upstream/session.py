@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import IO, Any, Literal
+from urllib.parse import urlsplit
 
 import anyio
 import httpx2
@@ -36,6 +37,8 @@ logger = logging.getLogger(__name__)
 
 _MAX_BACKOFF = 30.0
 _MAX_PAGES = 100
+_REDACTED = "[REDACTED]"
+_MIN_SECRET_LENGTH = 6  # as toolcrib.gateway.shaping.MIN_SECRET_LENGTH
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,10 +51,28 @@ class UpstreamSpec:
     url: str | None = None
     env: dict[str, str] = field(default_factory=dict)
     headers: dict[str, str] = field(default_factory=dict)
+    scrub: Callable[[str], str] | None = field(default=None, compare=False, repr=False)
+    """The gateway's redaction of free text for this connection (R-13.3); see :meth:`redact`."""
 
     def secret_values(self) -> list[str]:
-        """The credential values of this connection, for redaction (R-12.2)."""
-        return [v for v in (*self.env.values(), *self.headers.values()) if v]
+        """The credential values of this connection, for redaction (R-12.2): every ``env`` and
+        header value, and the password of the URL."""
+        password = urlsplit(self.url).password if self.url else None
+        return [v for v in (*self.env.values(), *self.headers.values(), password) if v]
+
+    def redact(self, text: str) -> str:
+        """Free text (stderr, an error message, a log line) without this connection's credentials.
+
+        ``scrub``, given by the gateway, is the redaction of results (R-12.2: the secrets and the
+        credential shapes). Without it, the secret values themselves are replaced, from the same
+        length up (shorter ones would blank ordinary words).
+        """
+        if self.scrub is not None:
+            return self.scrub(text)
+        for secret in sorted(self.secret_values(), key=len, reverse=True):
+            if len(secret) >= _MIN_SECRET_LENGTH:
+                text = text.replace(secret, _REDACTED)
+        return text
 
 
 class UpstreamSession:
@@ -124,7 +145,8 @@ class UpstreamSession:
             raise UpstreamTimeout(f"{self.spec.name}: {what} did not answer within {seconds:g} s") from exc
         except MCPError as exc:
             if exc.code != CONNECTION_CLOSED:
-                raise UpstreamError(f"{self.spec.name}: {what} failed: {exc.message}") from exc
+                text = f"{self.spec.name}: {what} failed: {exc.message}"
+                raise UpstreamError(self.spec.redact(text)) from exc
             await self._crashed(exc)
             raise UpstreamError(f"{self.spec.name}: the upstream server stopped during {what}") from exc
         except Exception as exc:
@@ -196,7 +218,7 @@ class UpstreamSession:
                     watchers.cancel_scope.cancel()
         except Exception as exc:
             failure.append(exc)
-            logger.info("upstream %s ended: %r", self.spec.name, exc)
+            logger.info("upstream %s ended: %s", self.spec.name, self.spec.redact(repr(exc)))
         finally:
             self._client = None
             ready.set()
@@ -241,14 +263,15 @@ class UpstreamSession:
                     if self._on_tools_changed is not None:
                         self._tg.start_soon(self._on_tools_changed, self.spec.name)
         except Exception as exc:  # a lost stream only stops change tracking; calls keep working
-            logger.info("upstream %s: tools/list_changed stream ended: %r", self.spec.name, exc)
+            ended = self.spec.redact(repr(exc))
+            logger.info("upstream %s: tools/list_changed stream ended: %s", self.spec.name, ended)
 
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, types.ToolListChangedNotification) and self._on_tools_changed:
             self._tg.start_soon(self._on_tools_changed, self.spec.name)
 
     async def _crashed(self, exc: BaseException) -> None:
-        logger.warning("upstream %s crashed: %r", self.spec.name, exc)
+        logger.warning("upstream %s crashed: %s", self.spec.name, self.spec.redact(repr(exc)))
         self._note_failure()
         if self._stop is not None:
             self._stop.set()
@@ -264,11 +287,11 @@ class UpstreamSession:
         if self._stderr is not None and not self._stderr.closed:
             self._stderr.seek(0)
             lines = self._stderr.read().decode(errors="replace").strip().splitlines()
-            detail = lines[-1][:300] if lines else ""
+            detail = self.spec.redact(lines[-1])[:300] if lines else ""  # redacted whole, then cut
         if isinstance(exc, OSError):
-            return f"cannot start {self.spec.command[0]!r}: {exc.strerror or exc}"
+            return self.spec.redact(f"cannot start {self.spec.command[0]!r}: {exc.strerror or exc}")
         if exc is None or isinstance(exc, BaseExceptionGroup):
             text = "the server ended during start-up"
         else:
             text = f"{type(exc).__name__}: {exc}"
-        return f"{text}{'; stderr: ' + detail if detail else ''}"[:500]
+        return self.spec.redact(f"{text}{'; stderr: ' + detail if detail else ''}")[:500]
