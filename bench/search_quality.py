@@ -1,6 +1,22 @@
-"""Search quality: toolcrib (lexical, + meaning), plain BM25 and the literal seed rules, in one run.
+"""Search quality of toolcrib and its baselines on every public evaluation set, in one run.
 
-.venv/bin/python bench/search_quality.py [--no-semantic]
+.venv/bin/python bench/search_quality.py [--folds 5]
+
+Systems (rows):
+  * toolcrib — the default install: lexical + meaning channels, fitted ranker and gate. Its
+    models are fitted on these very sets, so its figures are **cross-validated**: each fold's
+    queries are searched by models fitted on the other folds (``toolcrib.search.fitting``).
+  * toolcrib, words only — the same with the meaning channel down (its own fitted models, also
+    cross-validated).
+  * first engine (hand-set floor) — the lexical engine of issue #4 with its relevance floor.
+  * literal seed rules — R-5.2/R-5.3 read literally.
+  * plain BM25 (bm25s) and MiniLM cosine (the packaged encoder, no gate), and their
+    reciprocal-rank fusion: baselines that always answer.
+Sets (columns of each table): intents_dev and the two LiveMCPBench sets on the 623-tool catalog,
+MetaTool requests on their own 199-tool catalog, MetaTool no-tool requests on the 623-tool one.
+
+Writes bench/out/search_quality.json; ``bench/report.py`` renders the README and docs tables
+from it.
 """
 
 from __future__ import annotations
@@ -8,80 +24,131 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Callable
+from typing import Any
 
 import bm25s
+import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from _catalog import DATA, OUT, catalog, read_jsonl
-from toolcrib.search import SEED_RULES, SearchDoc, SearchIndex, SearchOptions
-from toolcrib.search.evaluate import Ranking, metrics, public_id, rank_queries
+from _catalog import DATA, OUT
+from fit_gate import CachedEncoder
+from toolcrib.search import SEED_RULES, SearchDoc, SearchOptions
+from toolcrib.search.evaluate import Ranking, metrics, public_id
+from toolcrib.search.fitting import KEEP, SETS, Engine, collect, cross_validate, load
+from toolcrib.search.semantic import load_encoder
 
-SETS = {
-    "intents_dev": "intents_dev.jsonl",
-    "livemcpbench": "livemcpbench/queries.jsonl",
-    "metatool_no_tool": "negatives/metatool_no_tool.jsonl",
-    "leave_servers_out": "negatives/livemcpbench_leave_servers_out.jsonl",
-}
-COLUMNS = ("hit@1", "hit@3", "mrr@10", "positives_non_empty", "negatives_empty", "r@5")
+COLUMNS = ("hit@1", "hit@3", "positives_non_empty", "negatives_empty", "r@5")
+Run = Callable[[str, list[dict[str, Any]]], list[Ranking]]
 
 
-def _engine(accounts: dict[str, list[SearchDoc]], **kwargs: object) -> Callable[[list[dict]], list[Ranking]]:  # type: ignore[type-arg]
-    index = SearchIndex(**kwargs)  # type: ignore[arg-type]
-    for account, docs in accounts.items():
-        index.replace_account(account, docs)
-    return lambda rows: rank_queries(index, accounts, rows)
+def _ranking(row: dict[str, Any], ranked: list[str]) -> Ranking:
+    gold = frozenset(public_id(g) for g in row.get("gold") or ())
+    groups = tuple(frozenset(public_id(g) for g in grp) for grp in row.get("gold_groups") or ())
+    return Ranking(str(row["qid"]), ranked[:10], gold, groups)
 
 
-def _bm25(accounts: dict[str, list[SearchDoc]]) -> Callable[[list[dict]], list[Ranking]]:  # type: ignore[type-arg]
-    docs = [d for ds in accounts.values() for d in ds]
-    retriever = bm25s.BM25()
-    corpus = [f"{d.name} {d.account} {d.connector} {d.description}" for d in docs]
-    retriever.index(bm25s.tokenize(corpus, stopwords="en", show_progress=False), show_progress=False)
+def _always(engines: dict[str, Engine], vectors: dict[Any, Any], channel: str) -> Run:
+    """A baseline that always answers: BM25, cosine, or their reciprocal-rank fusion (k = 60)."""
+    scorers: dict[str, Callable[[str, str], np.ndarray]] = {}
+    names: dict[str, list[str]] = {}
+    for catalog, engine in engines.items():
+        docs: list[SearchDoc] = [d for ds in engine.accounts.values() for d in ds]
+        names[catalog] = [d.public_name for d in docs]
+        retriever = bm25s.BM25()
+        corpus = [f"{d.name} {d.account} {d.connector} {d.description}" for d in docs]
+        retriever.index(bm25s.tokenize(corpus, stopwords="en", show_progress=False), show_progress=False)
+        matrix = np.vstack([engine.vectors[a] for a in engine.accounts]) if channel != "bm25" else None
 
-    def run(rows: list[dict]) -> list[Ranking]:  # type: ignore[type-arg]
+        def score(query: str, catalog: str = catalog, r: Any = retriever, m: Any = matrix) -> np.ndarray:
+            size = len(names[catalog])
+            bm25 = np.zeros(size)
+            ids, values = r.retrieve(bm25s.tokenize([query], stopwords="en", show_progress=False), k=size, show_progress=False)
+            bm25[ids[0]] = values[0]
+            if channel == "bm25":
+                return bm25
+            cosine = m @ vectors[(catalog, query)]
+            if channel == "cosine":
+                return np.asarray(cosine, dtype=float)
+            fused = np.zeros(size)
+            for values_ in (bm25, cosine):
+                order = np.argsort(-values_, kind="stable")
+                fused[order] += 1.0 / (60 + np.arange(1, size + 1))
+            return fused
+
+        scorers[catalog] = score
+
+    def run(catalog: str, rows: list[dict[str, Any]]) -> list[Ranking]:
         out = []
         for row in rows:
+            scores = scorers[catalog](row["query"])
             excluded = set(row.get("exclude_servers") or ())
-            tokens = bm25s.tokenize([row["query"]], stopwords="en", show_progress=False)
-            ids, scores = retriever.retrieve(tokens, k=min(60, len(docs)), show_progress=False)
-            ranked = [docs[i].public_name for i, s in zip(ids[0], scores[0], strict=True) if s > 0]
-            ranked = [n for n in ranked if n.split("__")[0] not in excluded][:10]
-            gold = frozenset(public_id(g) for g in row.get("gold") or ())
-            groups = tuple(frozenset(public_id(g) for g in grp) for grp in row.get("gold_groups") or ())
-            out.append(Ranking(row["qid"], ranked, gold, groups))
+            order = [i for i in np.argsort(-scores, kind="stable") if channel != "bm25" or scores[i] > 0]
+            ranked = [names[catalog][i] for i in order[:60] if names[catalog][i].split("__")[0] not in excluded]
+            out.append(_ranking(row, ranked))
         return out
 
     return run
 
 
+def _engine_rows(options: SearchOptions) -> Run:
+    from toolcrib.search import SearchIndex
+    from toolcrib.search.evaluate import rank_queries
+
+    indexes: dict[str, tuple[SearchIndex, dict[str, list[SearchDoc]]]] = {}
+
+    def run(catalog: str, rows: list[dict[str, Any]]) -> list[Ranking]:
+        if catalog not in indexes:
+            accounts = ENGINES[catalog].accounts
+            index = SearchIndex(options=options)
+            for account, docs in accounts.items():
+                index.replace_account(account, docs)
+            indexes[catalog] = (index, accounts)
+        index, accounts = indexes[catalog]
+        return rank_queries(index, accounts, rows)
+
+    return run
+
+
+ENGINES: dict[str, Engine] = {}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--no-semantic", action="store_true")
+    parser.add_argument("--folds", type=int, default=5)
     args = parser.parse_args()
-    accounts = catalog()
-    systems = {
-        "toolcrib": _engine(accounts),
-        "toolcrib, no floor (ranking only)": _engine(accounts, options=SearchOptions(floor=0.0)),
-        "seed rules (literal R-5.2/5.3)": _engine(accounts, options=SEED_RULES),
-        "plain BM25 (bm25s)": _bm25(accounts),
+    encoder = CachedEncoder(load_encoder()[0])
+    engines, rows, vectors = load(DATA, encoder)
+    ENGINES.update(engines)
+    results: dict[str, dict[str, Any]] = {}
+    examples = collect(engines, rows, vectors, args.folds)
+    results["toolcrib (cross-validated)"] = cross_validate(examples, engines, rows, vectors, args.folds, True, KEEP)
+    lexical_engines, _, _ = load(DATA, None)
+    lexical = collect(lexical_engines, rows, {}, args.folds)
+    results["toolcrib, words only (cross-validated)"] = cross_validate(
+        lexical, lexical_engines, rows, {}, args.folds, False, KEEP
+    )
+    baselines: dict[str, Run] = {
+        "first engine (hand-set floor)": _engine_rows(SearchOptions(fitted=False)),
+        "literal seed rules": _engine_rows(SEED_RULES),
+        "plain BM25 (bm25s)": _always(engines, vectors, "bm25"),
+        "MiniLM cosine, no gate": _always(engines, vectors, "cosine"),
+        "RRF(BM25, cosine), no gate": _always(engines, vectors, "rrf"),
     }
-    if not args.no_semantic:
-        systems["toolcrib + semantic"] = _engine(accounts, semantic=True)
-    rows = {name: read_jsonl(DATA / path) for name, path in SETS.items()}
-    results = {system: {name: metrics(run(rows[name])) for name in SETS} for system, run in systems.items()}
-    for name in SETS:
-        table = Table(title=name)
+    for system, run in baselines.items():
+        results[system] = {spec.name: metrics(run(spec.catalog, rows[spec.name])) for spec in SETS}
+    for spec in SETS:
+        table = Table(title=f"{spec.name} ({spec.catalog} catalog)")
         table.add_column("system")
         for column in COLUMNS:
             table.add_column(column, justify="right")
         for system, figures in results.items():
-            values = figures[name]
+            values = figures[spec.name]
             table.add_row(system, *("-" if values[c] is None else f"{values[c]:.3f}" for c in COLUMNS))
         Console().print(table)
     OUT.mkdir(exist_ok=True)
-    (OUT / "search_quality.json").write_text(json.dumps(results, indent=2))
-    print(json.dumps(results))
+    payload = {"folds": args.folds, "encoder": "all-MiniLM-L6-v2 int8 (onnxruntime)", "results": results}
+    (OUT / "search_quality.json").write_text(json.dumps(payload, indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -227,7 +227,7 @@ railway app
 cloudflare
 digitalocean
 linode
-aws | amazon web services | ec2 | s3 | ~lambda | dynamodb | cloudwatch | route 53 | amazon rds
+aws | amazon web services | ec2 | s3 | dynamodb | cloudwatch | route 53 | amazon rds
 azure | microsoft azure
 firebase
 supabase

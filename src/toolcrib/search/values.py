@@ -4,7 +4,8 @@
 and ``london`` describe the call, not the tool. Words recognized here may be left out of the
 floor's total weight **when they match nothing** in the catalog. Recognized: numbers and words
 with digits (``3pm``, ``2024``, ``ec2``), dates and times, quoted strings, paths, URLs, e-mail
-addresses, upper-case codes written by the user (``AAPL``, ``USD``), and calendar words (months,
+addresses, upper-case codes written by the user (``AAPL``, ``USD``), words the user capitalized in
+the middle of a sentence (``Kathmandu``, ``New York``: names, whatever they name), and calendar words (months,
 weekdays, "today"). There is no gazetteer of places, names or currencies: such a word that
 matches nothing simply weighs in the query, and the fitted gate (``gate.py``) reads how much of
 the query nothing matches as one of its features.
@@ -28,7 +29,8 @@ _SPANS = re.compile(
     r"""|(?<![\w.+-])[\w.+-]+@[\w-]+\.[\w.]+"""  # e-mail addresses
     r"""|(?:~|\.{1,2})?(?:/[\w.@~-]+)+/?"""  # paths (a match never fails once it starts)
     r"""|(?<![\w-])[\w-]+\.(?:pdf|docx?|xlsx?|csv|json|txt|md|png|jpe?g|gif|wav|mp3|mp4|pptx?|html?|py|zip)\b"""
-    r"""|\b[A-Z]{2,6}\b)"""  # codes the user wrote in capitals (tickers, currencies)
+    r"""|\b[A-Z]{2,6}\b"""  # codes the user wrote in capitals (tickers, currencies)
+    r"""|(?<=[a-z,;:] )[A-Z][a-z]+(?:[ -][A-Z][a-z]+)*)"""  # names the user wrote capitalized mid-sentence
 )
 
 _MONTHS = [
