@@ -2,8 +2,14 @@
 
 The text is normalized (NFKC, HTML entities), stripped of invisible characters, executable or
 role-playing markup, markdown links and images and HTML tags; then every sentence that reads as
-an instruction to the model (see :mod:`toolcrib.catalog._lures`) is dropped whole, and the rest
-is cut on a word boundary.
+an instruction to the model is dropped whole, and the rest is cut on a word boundary. Two tests
+judge a sentence: a multilingual blocklist of known phrasings (:mod:`toolcrib.catalog._lures`) and
+an English structural rule that keeps what the tool does and drops what addresses the model
+(:mod:`toolcrib.catalog._directives`); a sentence that opens a turn (``Assistant:``, ``Note to the
+model``, ``New rule from the operator``) takes the rest of its paragraph with it.
+
+Every pattern here runs in linear time on hostile input (no run rescanned from each of its
+characters), and a text is read only as far as the card can show.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ import unicodedata
 from toolcrib.catalog._directives import directive_kind
 from toolcrib.catalog._lures import is_lure
 
-__all__ = ["sanitize_text", "truncate"]
+__all__ = ["dropped_sentences", "sanitize_text", "truncate"]
 
 _MAX_INPUT_CHARS = 20_000
 _ELLIPSIS = "…"
@@ -58,6 +64,15 @@ def sanitize_text(text: object, max_chars: int) -> str:
     text = _strip_markup(text)
     kept = _kept_sentences(_paragraphs(text), max_chars)
     return truncate(_SPACES.sub(" ", " ".join(kept)).strip(), max_chars)
+
+
+def dropped_sentences(text: str) -> list[tuple[str, str]]:
+    """Every sentence sanitization drops from the whole text, with why: ``lure`` (blocklist),
+    ``turn``, ``in turn`` or ``directive`` (structure, see :mod:`toolcrib.catalog._directives`),
+    ``split lure``. For measurements and admins; cards use :func:`sanitize_text`."""
+    units = _paragraphs(_strip_markup(_normalize(text[:_MAX_INPUT_CHARS])))
+    reasons = _reasons(units, _Verdicts())
+    return [(reason, sentence) for (_, sentence), reason in zip(units, reasons, strict=True) if reason]
 
 
 def truncate(text: str, max_chars: int) -> str:
@@ -137,20 +152,24 @@ class _Verdicts(dict[str, str | None]):
 
 
 def _dropped(units: list[tuple[int, str]], verdicts: _Verdicts) -> list[bool]:
-    """Lures (blocklist) and directives (structure); a turn opener takes the rest of its paragraph;
-    then every run of 2-3 kept neighbours that reads as one lure together."""
+    return [reason is not None for reason in _reasons(units, verdicts)]
+
+
+def _reasons(units: list[tuple[int, str]], verdicts: _Verdicts) -> list[str | None]:
+    """Why each sentence goes, or None: a lure (blocklist) or a directive (structure); a turn opener
+    takes the rest of its paragraph; then every run of 2-3 kept neighbours that reads as one lure."""
     sentences = [sentence for _, sentence in units]
-    dropped = [verdicts[s] is not None for s in sentences]
+    reasons = [verdicts[s] for s in sentences]
     turn: int | None = None
     for i, (paragraph, sentence) in enumerate(units):
         if turn == paragraph:
-            dropped[i] = True
+            reasons[i] = "in turn"
         elif verdicts[sentence] == "turn":
             turn = paragraph
     for size in _WINDOWS:
         for start in range(len(sentences) - size + 1):
             window = range(start, start + size)
-            if not any(dropped[i] for i in window) and is_lure(" ".join(sentences[i] for i in window)):
+            if all(reasons[i] is None for i in window) and is_lure(" ".join(sentences[i] for i in window)):
                 for i in window:
-                    dropped[i] = True
-    return dropped
+                    reasons[i] = "split lure"
+    return reasons
