@@ -162,20 +162,23 @@ def _repeat(unit: str, size: int) -> str:
     return (unit * (size // len(unit) + 1))[:size]
 
 
-def _best_seconds(text: str, runs: int = 5) -> float:
-    best = float("inf")
+def _best_seconds(*texts: str, runs: int = 5) -> list[float]:
+    """The best CPU time of several runs of each text (CPU time: other processes do not count)."""
+    best = [float("inf")] * len(texts)
     for _ in range(runs):
-        start = time.perf_counter()
-        sanitize_text(text, 300)
-        best = min(best, time.perf_counter() - start)
+        for n, text in enumerate(texts):
+            start = time.process_time()
+            sanitize_text(text, 300)
+            best[n] = min(best[n], time.process_time() - start)
     return best
 
 
 @pytest.mark.parametrize("unit", list(_HOSTILE_UNITS.values()), ids=list(_HOSTILE_UNITS))
 def test_r4_7_sanitizing_hostile_text_takes_linear_time(unit: str) -> None:
-    """Ten times the text (both under the 20,000-character read cap): linear is ~10-20x, quadratic ~100x."""
-    ratio = _best_seconds(_repeat(unit, 20_000)) / _best_seconds(_repeat(unit, 2_000))
-    assert ratio < 40
+    """Ten times the text, both under the 20,000-character read cap: linear is ~10x, a pattern that
+    rescans the rest of the text from each character ~100x."""
+    small, large = _best_seconds(_repeat(unit, 2_000), _repeat(unit, 20_000))
+    assert large / small < 25
 
 
 @pytest.mark.parametrize(
@@ -183,5 +186,5 @@ def test_r4_7_sanitizing_hostile_text_takes_linear_time(unit: str) -> None:
 )
 def test_r4_7_a_100k_description_costs_about_what_a_10k_one_does(unit: str) -> None:
     """Cards are built on the gateway: text past the read cap is never looked at."""
-    ratio = _best_seconds(_repeat(unit, 100_000)) / _best_seconds(_repeat(unit, 10_000))
-    assert ratio < 10
+    small, large = _best_seconds(_repeat(unit, 10_000), _repeat(unit, 100_000))
+    assert large / small < 5
