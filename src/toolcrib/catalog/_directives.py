@@ -9,12 +9,14 @@ card keeps sentences that say what a tool does; a sentence goes when it
 2. names the gateway's own meta-tools (``execute_tool``, ``search_tools``);
 3. announces a change of regime (``from now on``, ``effective immediately``);
 4. dismisses the model's instructions (a dismissal word and a reference to its instructions);
-5. or commands — an imperative from a general list of English verbs, ``you must``, ``please``,
-   ``could you``, ``the assistant must`` — *and* reaches outside the tool: the model's
-   instructions, secrets to disclose, the conversation, another tool by name, an outside address,
-   or doing it unseen.
+5. or commands — a clause that starts with a verb from a general list of English verbs, ``you
+   must``, ``please``, ``could you``, or the model named as a party (``the assistant must``,
+   ``assistants now …``) — *and* reaches outside the tool: the model's instructions, secrets to
+   disclose, the conversation, another tool by name, an outside address, or doing it unseen.
 
 An imperative alone is not enough: "Use this tool to list files" is usage of this tool and stays.
+Naming another tool is not: "use 'get_next_task' first" goes, sibling of the same server or not
+(a card has no view of its siblings); on the real catalogs this is nearly all the rule drops.
 The structure is English; other languages rely on the blocklist's ten languages.
 """
 
@@ -132,7 +134,7 @@ _MODEL_ADDRESSED = _words(
 )
 """The model named as a party (``the assistant …``, ``any language model …``): a command in the
 third person."""
-_MODEL_FIRST = re.compile(rf"{_MODEL}(?!\w)")
+_MODEL_WORD = re.compile(_MODEL)
 _SECOND_PERSON = _words(
     r"you(?: \w+)? (?:must|should|shall|need to|have to|are to|are required to|will now|are now|ought to)"
     r"|(?:please|kindly)|(?:could|would|can|will) you|i (?:need|want|would like) you to"
@@ -218,7 +220,7 @@ def _is_command(sentence: str, folded: str) -> bool:
             words = words[1:]
         if words[:2] in (["do", "not"], ["don", "t"]):
             words = words[2:]
-        if words and (words[0] in _VERBS or _MODEL_FIRST.match(" ".join(words[:2]))):
+        if words and (words[0] in _VERBS or _MODEL_WORD.fullmatch(words[0])):
             return True
     return bool(_SECOND_PERSON.search(folded) or _MODEL_ADDRESSED.search(folded))
 
