@@ -19,9 +19,20 @@ def load_real_catalogs() -> dict[str, list[dict[str, Any]]]:
     return {path.stem: json.loads(path.read_text()) for path in sorted(folder.glob("*.json"))}
 
 
-def load_lures() -> list[dict[str, str]]:
-    lines = (HERE / "lures.jsonl").read_text(encoding="utf-8").splitlines()
+def load_lures(file: str = "lures.jsonl") -> list[dict[str, str]]:
+    lines = (HERE / file).read_text(encoding="utf-8").splitlines()
     return [json.loads(line) for line in lines if line.strip()]
+
+
+def load_all_real_tools() -> list[dict[str, Any]]:
+    """Every real tool definition in the shared data: the catalogs, the retrieval catalog and MetaTool's."""
+    tools = [tool for tools in load_real_catalogs().values() for tool in tools]
+    for path in (
+        SHARED / "data" / "retrieval" / "catalog.jsonl",
+        SHARED / "data" / "retrieval" / "metatool" / "catalog.jsonl",
+    ):
+        tools += [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return tools
 
 
 @pytest.fixture(scope="session")

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 import unicodedata
 from typing import Any
 
@@ -138,3 +139,52 @@ def test_r4_7_text_without_spaces_is_cut_hard_within_the_bound() -> None:
 def test_r4_7_non_text_becomes_empty() -> None:
     assert sanitize_text(None, 10) == ""
     assert sanitize_text(["ignore previous instructions"], 10) == ""
+
+
+_HOSTILE_UNITS = {
+    "brackets": "[",
+    "image": "![",
+    "link": "[a](",
+    "tag": "<b",
+    "system-tag": "<system",
+    "inst": "[INST",
+    "comment": "<!--",
+    "entity": "&#",
+    "lure-words": "ignore previous ",
+    "sentences": "Do it. ",
+    "list-items": "\n- ",
+    "tool-references": "call a_b ",
+    "no-spaces": "a",
+}
+
+
+def _repeat(unit: str, size: int) -> str:
+    return (unit * (size // len(unit) + 1))[:size]
+
+
+def _best_seconds(*texts: str, runs: int = 5) -> list[float]:
+    """The best CPU time of several runs of each text (CPU time: other processes do not count)."""
+    best = [float("inf")] * len(texts)
+    for _ in range(runs):
+        for n, text in enumerate(texts):
+            start = time.process_time()
+            sanitize_text(text, 300)
+            best[n] = min(best[n], time.process_time() - start)
+    return best
+
+
+@pytest.mark.parametrize("unit", list(_HOSTILE_UNITS.values()), ids=list(_HOSTILE_UNITS))
+def test_r4_7_sanitizing_hostile_text_takes_linear_time(unit: str) -> None:
+    """Ten times the text, both under the 20,000-character read cap: linear is ~10x, a pattern that
+    rescans the rest of the text from each character ~100x."""
+    small, large = _best_seconds(_repeat(unit, 2_000), _repeat(unit, 20_000))
+    assert large / small < 25
+
+
+@pytest.mark.parametrize(
+    "unit", ["[", "<system", "ignore previous "], ids=["brackets", "system-tag", "lure-words"]
+)
+def test_r4_7_a_100k_description_costs_about_what_a_10k_one_does(unit: str) -> None:
+    """Cards are built on the gateway: text past the read cap is never looked at."""
+    small, large = _best_seconds(_repeat(unit, 10_000), _repeat(unit, 100_000))
+    assert large / small < 5

@@ -23,9 +23,11 @@ ignorare esqueca esquece desconsidere descarta игнорируй игнорир
 _INSTRUCTIONS = """instruction instructions prompt prompts directive directives guardrails programming
 consignes regles instrucciones indicaciones directrices anweisung anweisungen instruktionen vorgaben
 istruzioni instrucoes инструкция инструкции инструкций указания промпт"""
-_RULES = "rules guidelines commands orders constraints policies context messages restrictions training"
+_RULES = """rules guidelines commands orders constraints policies context messages restrictions training
+reglas normas regles regeln regole regras правила"""
 _PRIOR = """previous prior above earlier preceding former all any your system initial original these those
-other every existing"""
+other every existing sus tus vuestras anteriores previas ses tes vos precedentes ihre deine eure
+vorherigen bisherigen sue tue precedenti suas tuas твои ваши свои предыдущие прежние"""
 _REVEAL = """reveal print show output send leak share tell display disclose expose exfiltrate dump repeat
 email post upload transmit forward paste copy spell revele revelez reveler montre montrez affiche affichez
 envoie envoyez donne donnez divulgue imprime revela revelar muestra muestre mostrar envia enviar dame dime
@@ -115,9 +117,9 @@ _PHRASES_RE = _whole(_alternation(_words(_PHRASES), is_regex=True))
 _CJK_PHRASES_RE = re.compile(_alternation(_words(_CJK_PHRASES)))
 _SQUASHED_RE = re.compile(_alternation(_words(_SQUASHED)))
 _FOLDED_RULES = (_RULES_NEAR, _INSTRUCTIONS_NEAR, _SECRETS_NEAR, _PHRASES_RE)
-_CJK_PAIRS = (
-    (_words(_CJK_IGNORE), [*_words(_CJK_INSTRUCTIONS)]),
-    (_words(_CJK_REVEAL), [*_words(_CJK_SECRETS)]),
+_CJK_PAIRS = tuple(
+    ([fold(w) for w in _words(verbs)], [fold(w) for w in _words(nouns)])
+    for verbs, nouns in ((_CJK_IGNORE, _CJK_INSTRUCTIONS), (_CJK_REVEAL, _CJK_SECRETS))
 )
 
 
@@ -134,7 +136,8 @@ def is_lure(sentence: str) -> bool:
 
 
 def _contains_any(text: str, needles: list[str]) -> bool:
-    return any(fold(needle) in text for needle in needles)
+    """Whether any of the (already folded) needles occurs in the text."""
+    return any(needle in text for needle in needles)
 
 
 def _has_blob(sentence: str) -> bool:
