@@ -57,7 +57,7 @@ __all__ = [
 
 RIDGE = 1.0
 """L2 penalty of both logistic models (on standardized features)."""
-KEEP = 3.0
+KEEP = 4.0
 """Once the gate answers, candidates within this ranker score of the best are returned too."""
 
 
