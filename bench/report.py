@@ -58,8 +58,8 @@ def rendered(text: str) -> str:
         if not path.exists():
             continue
         table = render(json.loads(path.read_text(encoding="utf-8")))
-        pattern = re.compile(rf"(<!-- {name}:begin -->\n).*?(\n<!-- {name}:end -->)", re.DOTALL)
-        text = pattern.sub(lambda m, t=table: m.group(1) + t + m.group(2), text)
+        pattern = re.compile(rf"(<!-- {name}:begin -->\n)(?:.*?\n)?(<!-- {name}:end -->)", re.DOTALL)
+        text = pattern.sub(lambda m, t=table: m.group(1) + t + "\n" + m.group(2), text)
     return text
 
 
