@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-__all__ = ["SURFACES", "Surface", "meta_tool_definitions"]
+__all__ = ["MAX_QUERY_CHARS", "SURFACES", "Surface", "meta_input_schemas", "meta_tool_definitions"]
 
 SurfaceName = Literal["search", "capability"]
 
@@ -23,6 +23,17 @@ class Surface:
     handle_arg: str
     arguments_arg: str
 
+
+MAX_QUERY_CHARS = 1000
+"""A query is a few words; a longer one is refused by the schema before the search engine sees it."""
+
+_LIST = {"type": "array"}
+SEARCH_OUTPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"results": _LIST, "restricted": _LIST},
+    "required": ["results", "restricted"],
+}
+"""R-3.1's ``{"results": [card...], "restricted": [name...]}`` (plus ``not_connected``, R-5.11)."""
 
 SURFACES: dict[str, Surface] = {
     "search": Surface("search_tools", "execute_tool", "query", "action_id", "arguments"),
@@ -45,7 +56,11 @@ def meta_tool_definitions(surface: str = "search") -> list[dict[str, Any]]:
     """The two ``tools/list`` entries of the meta-tools, as JSON objects."""
     s = SURFACES[surface]
     search_props: dict[str, Any] = {
-        s.query_arg: {"type": "string", "description": "What you want to do, in a few words."},
+        s.query_arg: {
+            "type": "string",
+            "maxLength": MAX_QUERY_CHARS,
+            "description": "What you want to do, in a few words.",
+        },
         "limit": {"type": "integer", "minimum": 1, "maximum": 5, "default": 3},
     }
     execute_props: dict[str, Any] = {
@@ -63,6 +78,7 @@ def meta_tool_definitions(surface: str = "search") -> list[dict[str, Any]]:
             "name": s.search,
             "description": _SEARCH_DESCRIPTION.format(**fmt),
             "inputSchema": {"type": "object", "properties": search_props, "required": [s.query_arg]},
+            "outputSchema": SEARCH_OUTPUT_SCHEMA,
             "annotations": {"readOnlyHint": True},
         },
         {
@@ -71,3 +87,8 @@ def meta_tool_definitions(surface: str = "search") -> list[dict[str, Any]]:
             "inputSchema": {"type": "object", "properties": execute_props},
         },
     ]
+
+
+def meta_input_schemas(surface: str = "search") -> dict[str, dict[str, Any]]:
+    """Each meta-tool's listed ``inputSchema`` by its name: what its arguments are validated by."""
+    return {d["name"]: d["inputSchema"] for d in meta_tool_definitions(surface)}
