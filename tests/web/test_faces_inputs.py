@@ -121,6 +121,14 @@ async def test_r3_3_rest_body_that_is_not_a_json_object_is_400_in_our_own_words(
     assert "Expecting" not in response.text  # Python's json message
 
 
+async def test_r3_3_a_lone_surrogate_in_a_rest_body_is_400_invalid_arguments_not_a_store_crash(
+    face: Face,
+) -> None:
+    response = await rest(face.http, face.owner, "connections/get", b'{"name": "desk\\udfff"}')
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "invalid_arguments"
+
+
 async def test_r3_3_frozen_value_that_is_not_json_says_so_without_pythons_message(face: Face) -> None:
     arguments = {"account": "desk", "tool": "add_numbers", "param": "a", "value": "{oops"}
     error = in_band_error(await call_tool(face.http, face.owner, PREFIX + "frozen__set", arguments))

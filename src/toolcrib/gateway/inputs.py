@@ -32,12 +32,29 @@ def validate_input(schema: Mapping[str, Any], arguments: object) -> dict[str, An
             "the arguments must be a JSON object", [{"pointer": "", "message": "must be an object"}]
         )
     instance = dict(arguments)
+    _require_text(instance)
     errors = list(itertools.islice(_validator(_key(schema)).iter_errors(instance), MAX_ERRORS))
     if errors:
         described = [_describe(e) for e in errors]
         pointers = ", ".join(d["pointer"] or "/" for d in described)
         raise InvalidArguments(f"invalid arguments at {pointers}", described)
     return instance
+
+
+def _require_text(instance: dict[str, Any]) -> None:
+    """Every string is Unicode text a store can write: JSON's ``\\ud800`` escape, or an argv byte
+    decoded with surrogateescape, gives a lone surrogate that no UTF-8 encoder accepts."""
+    try:
+        json.dumps(instance, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidArguments(
+            "the arguments hold text that is not valid Unicode",
+            [{"pointer": "", "message": "has a lone surrogate"}],
+        ) from exc
+    except (RecursionError, ValueError) as exc:
+        raise InvalidArguments(
+            "the arguments nest too deeply", [{"pointer": "", "message": "nests too deeply"}]
+        ) from exc
 
 
 def _key(schema: Mapping[str, Any]) -> str:
