@@ -32,3 +32,12 @@ def test_r3_3_cli_store_failure_prints_internal_error_and_logs_the_traceback_und
     assert incident is not None
     assert f"incident {incident.group(1)}" in log
     assert "Traceback" in log
+
+
+def test_r10_2_cli_call_args_that_are_not_an_object_are_invalid_arguments_at_arguments(db_url: str) -> None:
+    for args in ("{oops", "[1, 2]"):
+        out = cli(db_url, "call", "desk__add_numbers", "--args", args, check=False)
+        assert out.returncode == 1
+        assert out.stderr.startswith("invalid_arguments:")
+        assert "/arguments:" in out.stderr
+        assert "Expecting" not in out.stderr
