@@ -187,3 +187,13 @@ async def test_r3_3_a_failing_store_answers_internal_error_with_a_logged_id_and_
 def test_r3_3_store_busy_is_in_band_store_busy_with_a_fixed_message() -> None:
     error = in_band(StoreBusy("database is locked: UPDATE grants SET last_used = ?"))
     assert error.to_payload() == {"error": {"code": "store_busy", "message": StoreBusy.public_message}}
+
+
+async def test_r2_5_capability_surface_validates_its_own_argument_names(tmp_path: Path) -> None:
+    async with open_gateway(settings_for(tmp_path, surface="capability")) as gw:
+        token = await owner_token(gw)
+        async with asgi_client(gw) as http:
+            run = await call_tool(http, token, "run_capability", {"actionId": 5, "params": []})
+            discover = await call_tool(http, token, "discover_capability", {"intent": {"a": 1}})
+    assert sorted(_pointers(in_band_error(run))) == ["/actionId", "/params"]
+    assert _pointers(in_band_error(discover)) == ["/intent"]

@@ -29,11 +29,7 @@ __all__ = ["DatabaseOption", "JsonOption", "console", "emit", "fail", "run_gatew
 T = TypeVar("T")
 console = Console()
 err_console = Console(stderr=True)
-# The command line is its own server side: an incident's traceback is logged to its stderr, under the
-# id the error line names (the face itself prints only the code and the id).
-_incident_log = logging.StreamHandler(sys.stderr)
-_incident_log.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
-logging.getLogger("toolcrib.incidents").addHandler(_incident_log)
+_incidents = logging.getLogger("toolcrib.incidents")
 
 DatabaseOption = typer.Option(None, "--database", help="Database URL (default: TOOLCRIB_DATABASE_URL).")
 JsonOption = typer.Option(False, "--json", help="Print JSON for scripts.")
@@ -53,10 +49,17 @@ def run_gateway(database: str | None, work: Callable[[Gateway], Awaitable[T]], *
         async with Gateway.open(settings_for(database, **overrides)) as gw:
             return await work(gw)
 
+    # A command is its own server side: an incident's traceback goes to its stderr under the id the
+    # error line names (``serve`` logs through its own logging set-up instead).
+    log = logging.StreamHandler(sys.stderr)
+    log.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    _incidents.addHandler(log)
     try:
         return anyio.run(main)
     except Exception as exc:  # the same in-band code as over MCP and REST; never Python's or SQL's words
         fail(exc)
+    finally:
+        _incidents.removeHandler(log)
 
 
 def fail(exc: Exception) -> NoReturn:
