@@ -41,14 +41,14 @@ SURFACES: dict[str, Surface] = {
 }
 
 _SEARCH_DESCRIPTION = (
-    "Find tools of the organization's connected apps by intent. Connected tools are never listed: "
-    "search first, then call one with {execute}. Returns up to `limit` cards (name, {handle}, "
-    "inputs) and may return none when nothing connected fits."
+    "Find tools of the organization's connected apps by intent; they are never listed: search, "
+    "then call one with {execute}. Returns up to `limit` cards (name, {handle}, inputs), or none "
+    "when nothing fits."
 )
 _EXECUTE_DESCRIPTION = (
-    "Run one connected tool found with {search}: name it by its public name "
-    "(`account__tool`) or by the {handle} of a search card, and pass its inputs in "
-    "`{arguments}`. Errors come back in-band with a code, e.g. needs_input lists missing fields."
+    "Run one connected tool found with {search}, named by public name (`account__tool`) or by a "
+    "card's {handle}, with its inputs in `{arguments}`. Errors come back in-band with a code, e.g. "
+    "needs_input lists missing fields."
 )
 
 
@@ -59,12 +59,12 @@ def meta_tool_definitions(surface: str = "search") -> list[dict[str, Any]]:
         s.query_arg: {
             "type": "string",
             "maxLength": MAX_QUERY_CHARS,
-            "description": "What you want to do, in a few words.",
+            "description": "What you want to do.",
         },
         "limit": {"type": "integer", "minimum": 1, "maximum": 5, "default": 3},
     }
     execute_props: dict[str, Any] = {
-        s.handle_arg: {"type": "string", "description": "The action handle from a search card."},
+        s.handle_arg: {"type": "string", "description": "A search card's handle."},
         s.arguments_arg: {"type": "object", "description": "The tool's inputs, by card name."},
     }
     if surface == "search":
