@@ -17,13 +17,15 @@ ToolcribError                      (code: "internal")
 │   │   └── UpstreamAuthFailed     upstream_error        (the upstream refused the connection's credentials)
 │   ├── UpstreamTimeout            upstream_timeout
 │   ├── RateLimited                rate_limited
-│   └── TooLarge                   too_large
+│   ├── TooLarge                   too_large
+│   └── InternalError              internal_error        (carries an incident id found in the log)
 ├── CatalogError                   a catalog or a tool definition refused by the limits of R-4.2
 │   ├── CatalogRefused             the whole catalog (size, tool count)
 │   └── ToolRefused                one tool (schema size, depth, malformed)
 ├── Unauthenticated                no valid grant: HTTP 401 with WWW-Authenticate (R-2.4)
 ├── ConfigError                    bad settings or bad command-line input
 └── StoreError                     the database failed (translated from SQLAlchemy)
+    └── StoreBusy                  store_busy            (also in-band: the lock outlasted the retries)
 ```
 
 Library errors (sqlite3, SQLAlchemy, httpx2, the MCP SDK) are translated at the boundary with
@@ -42,6 +44,7 @@ __all__ = [
     "Forbidden",
     "HandleExpired",
     "InBandError",
+    "InternalError",
     "InvalidArguments",
     "NeedsInput",
     "NotFound",
@@ -50,6 +53,7 @@ __all__ = [
     "Restricted",
     "SchemaChanged",
     "ScopeRequired",
+    "StoreBusy",
     "StoreError",
     "TooLarge",
     "ToolRefused",
@@ -191,6 +195,19 @@ class TooLarge(InBandError):
     code: ClassVar[str] = "too_large"
 
 
+class InternalError(InBandError):
+    """Anything unexpected, answered in-band with only an incident id; the traceback is logged under it."""
+
+    code: ClassVar[str] = "internal_error"
+
+    def __init__(self, incident: str) -> None:
+        super().__init__(f"internal error; the server log has incident {incident}")
+        self.incident = incident
+
+    def extra(self) -> dict[str, Any]:
+        return {"id": self.incident}
+
+
 class CatalogError(ToolcribError):
     code: ClassVar[str] = "catalog_refused"
 
@@ -215,3 +232,20 @@ class ConfigError(ToolcribError):
 
 class StoreError(ToolcribError):
     code: ClassVar[str] = "store_error"
+
+
+class StoreBusy(StoreError, InBandError):
+    """The database stayed locked through the store's retries; the caller may try again (R-3.3).
+
+    The message given is for the log only: the in-band answer always carries the fixed text below,
+    so no SQL or driver text reaches a client.
+    """
+
+    code: ClassVar[str] = "store_busy"
+    public_message: ClassVar[str] = "the store is busy; try again shortly"
+
+    def __init__(self, message: str = "the store is busy") -> None:
+        super().__init__(message)
+
+    def to_payload(self) -> dict[str, Any]:
+        return {"error": {"code": self.code, "message": self.public_message}}

@@ -9,9 +9,10 @@ from typing import Any
 
 import typer
 
-from toolcrib.cli.common import DatabaseOption, JsonOption, console, emit, run_gateway
-from toolcrib.errors import ConfigError
+from toolcrib.cli.common import DatabaseOption, JsonOption, console, emit, fail, run_gateway
+from toolcrib.errors import ConfigError, InBandError, InvalidArguments
 from toolcrib.gateway import audit, connections, members, restrictions
+from toolcrib.gateway.control import check_operation_input
 from toolcrib.gateway.core import Gateway
 from toolcrib.store.audit import AuditFilter
 
@@ -32,6 +33,14 @@ restrictions_app = typer.Typer(no_args_is_help=True, help="Allow/block rules.")
 frozen_app = typer.Typer(no_args_is_help=True, help="Frozen parameters.")
 tools_app = typer.Typer(no_args_is_help=True, help="Connected tools.")
 audit_app = typer.Typer(no_args_is_help=True, help="The audit trail.")
+
+
+def _check(resource: str, op: str, **arguments: Any) -> None:
+    """Validate by the operation's ``inputSchema``, the one the MCP and REST faces use (R-10.2)."""
+    try:
+        check_operation_input(resource, op, {k: v for k, v in arguments.items() if v is not None})
+    except InBandError as exc:
+        fail(exc)
 
 
 def _pairs(items: list[str] | None, flag: str) -> dict[str, str]:
@@ -58,6 +67,7 @@ def connections_add(
     as_json: bool = JsonOption,
 ) -> None:
     """Connect an MCP server and sync its catalog."""
+    _check("connections", "create", name=name, connector=connector, command=command, url=url)
     env_map, header_map = _pairs(env, "--env"), _pairs(header, "--header")
 
     async def work(gw: Gateway) -> dict[str, Any]:
@@ -86,6 +96,7 @@ def connections_list(database: str | None = DatabaseOption, as_json: bool = Json
 @connections_app.command("refresh")
 def connections_refresh(name: str, database: str | None = DatabaseOption, as_json: bool = JsonOption) -> None:
     """Re-read a connection's catalog."""
+    _check("connections", "refresh", name=name)
 
     async def work(gw: Gateway) -> dict[str, Any]:
         return connections.connection_view(await connections.refresh_connection(gw, name))
@@ -96,6 +107,7 @@ def connections_refresh(name: str, database: str | None = DatabaseOption, as_jso
 @connections_app.command("remove")
 def connections_remove(name: str, database: str | None = DatabaseOption) -> None:
     """Remove a connection and its catalog."""
+    _check("connections", "delete", name=name)
     run_gateway(database, lambda gw: connections.remove_connection(gw, name))
     console.print(f"removed {name}")
 
@@ -108,6 +120,7 @@ def members_add(
     as_json: bool = JsonOption,
 ) -> None:
     """Add a member with a role."""
+    _check("members", "invite", name=name, role=role)
 
     async def work(gw: Gateway) -> dict[str, Any]:
         return members.member_view(await members.add_member(gw, name, role))
@@ -128,6 +141,7 @@ def members_list(database: str | None = DatabaseOption, as_json: bool = JsonOpti
 @members_app.command("set-role")
 def members_set_role(name: str, role: str, database: str | None = DatabaseOption) -> None:
     """Change a member's role (takes effect within the policy cache time)."""
+    _check("members", "update_role", name=name, role=role)
     run_gateway(database, lambda gw: members.set_role(gw, name, role))
     console.print(f"{name} is now {role}")
 
@@ -135,6 +149,7 @@ def members_set_role(name: str, role: str, database: str | None = DatabaseOption
 @members_app.command("suspend")
 def members_suspend(name: str, database: str | None = DatabaseOption) -> None:
     """Suspend a member (their next call fails)."""
+    _check("members", "suspend", name=name)
     run_gateway(database, lambda gw: members.suspend_member(gw, name))
     console.print(f"suspended {name}")
 
@@ -142,6 +157,7 @@ def members_suspend(name: str, database: str | None = DatabaseOption) -> None:
 @members_app.command("remove")
 def members_remove(name: str, database: str | None = DatabaseOption) -> None:
     """Remove a member and revoke their grants."""
+    _check("members", "remove", name=name)
     run_gateway(database, lambda gw: members.remove_member(gw, name))
     console.print(f"removed {name}")
 
@@ -155,6 +171,7 @@ def tokens_create(
     as_json: bool = JsonOption,
 ) -> None:
     """Create a personal access token; it is printed once."""
+    _check("grants", "create", member=member, scopes=scopes)
 
     async def work(gw: Gateway) -> dict[str, Any]:
         grant, token = await members.create_token(gw, member, scopes, expires)
@@ -174,6 +191,7 @@ def tokens_list(
     as_json: bool = JsonOption,
 ) -> None:
     """Grants (never the tokens themselves)."""
+    _check("grants", "list", member=member)
 
     async def work(gw: Gateway) -> list[dict[str, Any]]:
         return [members.grant_view(g) for g in await members.list_tokens(gw, member)]
@@ -184,6 +202,7 @@ def tokens_list(
 @tokens_app.command("revoke")
 def tokens_revoke(grant_id: str, database: str | None = DatabaseOption) -> None:
     """Revoke a grant (its next call fails)."""
+    _check("grants", "revoke", id=grant_id)
     run_gateway(database, lambda gw: members.revoke_token(gw, grant_id))
     console.print(f"revoked {grant_id}")
 
@@ -202,13 +221,24 @@ def restrictions_add(
     """Add an allow or block rule for a role or a user."""
     if (role is None) == (user is None):
         raise typer.BadParameter("give exactly one of --role or --user")
+    target_kind, target = ("role", role) if role else ("user", user)
+    _check(
+        "restrictions",
+        "create",
+        effect=effect,
+        target_kind=target_kind,
+        target=target,
+        connector=connector,
+        account=account,
+        tool=tool,
+    )
 
     async def work(gw: Gateway) -> dict[str, Any]:
         rule = await restrictions.add_restriction(
             gw,
             effect=effect,
-            target_kind="role" if role else "user",
-            target=role or user or "",
+            target_kind=target_kind,
+            target=target or "",
             connector=connector,
             account=account,
             tool=tool,
@@ -231,6 +261,7 @@ def restrictions_list(database: str | None = DatabaseOption, as_json: bool = Jso
 @restrictions_app.command("remove")
 def restrictions_remove(rule_id: str, database: str | None = DatabaseOption) -> None:
     """Delete a rule."""
+    _check("restrictions", "delete", id=rule_id)
     run_gateway(database, lambda gw: restrictions.remove_restriction(gw, rule_id))
     console.print(f"removed {rule_id}")
 
@@ -244,6 +275,7 @@ def restrictions_explain(
     as_json: bool = JsonOption,
 ) -> None:
     """Which rules decide whether a user (or role) reaches ``account__tool``."""
+    _check("restrictions", "explain", tool=tool, user=user, role=role)
 
     async def work(gw: Gateway) -> list[str]:
         return await restrictions.explain_restriction(gw, user=user, role=role, tool=tool)
@@ -261,10 +293,13 @@ def frozen_set(
     account: str, tool: str, param: str, json_value: str, database: str | None = DatabaseOption
 ) -> None:
     """Freeze PARAM of ACCOUNT's TOOL to JSON_VALUE."""
+    _check("frozen", "set", account=account, tool=tool, param=param, value=json_value)
     try:
         value = json.loads(json_value)
-    except ValueError as exc:
-        raise typer.BadParameter(f"not JSON: {exc}") from exc
+    except (ValueError, RecursionError):
+        fail(
+            InvalidArguments("`value` must be JSON text", [{"pointer": "/value", "message": "not JSON text"}])
+        )
     run_gateway(database, lambda gw: restrictions.set_frozen(gw, account, tool, param, value))
     console.print(f"froze {account}__{tool}.{param}")
 
@@ -272,6 +307,7 @@ def frozen_set(
 @frozen_app.command("unset")
 def frozen_unset(account: str, tool: str, param: str, database: str | None = DatabaseOption) -> None:
     """Unfreeze a parameter."""
+    _check("frozen", "unset", account=account, tool=tool, param=param)
     run_gateway(database, lambda gw: restrictions.unset_frozen(gw, account, tool, param))
     console.print(f"unfroze {account}__{tool}.{param}")
 
@@ -328,6 +364,16 @@ def audit_search(
 ) -> None:
     """Audit entries, newest first."""
     f = _filter(member, account, operation, outcome, since, until, limit)
+    _check(
+        "audit",
+        "search",
+        member=member,
+        account=account,
+        operation=operation,
+        outcome=outcome,
+        since=f.since,
+        until=f.until,
+    )
     rows = run_gateway(database, lambda gw: audit.search_audit(gw, None, f))
     cols = ["id", "member", "account", "operation", "classification", "outcome", "error_code", "target_id"]
     emit(rows, as_json, columns=cols)

@@ -7,9 +7,10 @@ Data (reasons, descriptions, upstream text) is printed as plain text, never as r
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import anyio
 import typer
@@ -18,15 +19,17 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from toolcrib.errors import InBandError, ToolcribError
+from toolcrib.errors import InvalidArguments
 from toolcrib.gateway.core import Gateway
+from toolcrib.gateway.faults import in_band
 from toolcrib.settings import Settings
 
-__all__ = ["DatabaseOption", "JsonOption", "console", "emit", "run_gateway", "settings_for"]
+__all__ = ["DatabaseOption", "JsonOption", "console", "emit", "fail", "run_gateway", "settings_for"]
 
 T = TypeVar("T")
 console = Console()
 err_console = Console(stderr=True)
+_incidents = logging.getLogger("toolcrib.incidents")
 
 DatabaseOption = typer.Option(None, "--database", help="Database URL (default: TOOLCRIB_DATABASE_URL).")
 JsonOption = typer.Option(False, "--json", help="Print JSON for scripts.")
@@ -46,14 +49,28 @@ def run_gateway(database: str | None, work: Callable[[Gateway], Awaitable[T]], *
         async with Gateway.open(settings_for(database, **overrides)) as gw:
             return await work(gw)
 
+    # A command is its own server side: an incident's traceback goes to its stderr under the id the
+    # error line names (``serve`` logs through its own logging set-up instead).
+    log = logging.StreamHandler(sys.stderr)
+    log.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    _incidents.addHandler(log)
     try:
         return anyio.run(main)
-    except InBandError as exc:
-        err_console.print(f"[red]{exc.code}[/red]: {escape(exc.message)}")
-        raise typer.Exit(1) from exc
-    except ToolcribError as exc:
-        err_console.print(f"[red]error[/red]: {escape(exc.message)}")
-        raise typer.Exit(1) from exc
+    except Exception as exc:  # the same in-band code as over MCP and REST; never Python's or SQL's words
+        fail(exc)
+    finally:
+        _incidents.removeHandler(log)
+
+
+def fail(exc: Exception) -> NoReturn:
+    """Print ``code: message`` (and each argument error's pointer) on stderr; exit 1."""
+    error = in_band(exc)
+    payload = error.to_payload()["error"]
+    err_console.print(f"[red]{error.code}[/red]: {escape(str(payload['message']))}")
+    if isinstance(error, InvalidArguments):
+        for item in error.errors:
+            err_console.print(f"  {escape(item['pointer'] or '/')}: {escape(item['message'])}")
+    raise typer.Exit(1) from exc
 
 
 def emit(data: Any, as_json: bool, *, columns: Sequence[str] | None = None, title: str | None = None) -> None:

@@ -9,11 +9,14 @@ from typing import Any
 import typer
 
 from toolcrib.cli import admin
-from toolcrib.cli.common import DatabaseOption, JsonOption, console, emit, run_gateway, settings_for
+from toolcrib.cli.common import DatabaseOption, JsonOption, console, emit, fail, run_gateway, settings_for
+from toolcrib.errors import InBandError, InvalidArguments
 from toolcrib.gateway import members
 from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.execute import execute_tool
+from toolcrib.gateway.inputs import validate_input
 from toolcrib.gateway.search import search_tools
+from toolcrib.gateway.surface import meta_input_schemas
 
 __all__ = ["app"]
 
@@ -31,6 +34,15 @@ try:
     app.add_typer(eval_app, name="eval")
 except ImportError:  # pragma: no cover - present in every install; guards a partial checkout
     pass
+
+
+def _check_meta(name: str, arguments: dict[str, Any]) -> None:
+    """Validate by the meta-tool's listed ``inputSchema``, as the MCP face does (R-10.2)."""
+    try:
+        validate_input(meta_input_schemas()[name], arguments)
+    except InBandError as exc:
+        fail(exc)
+
 
 AsOption = typer.Option(None, "--as", help="Act as this member (their role; the operator's scopes).")
 
@@ -83,6 +95,7 @@ def search(
     as_json: bool = JsonOption,
 ) -> None:
     """Search connected tools, exactly as search_tools answers a model."""
+    _check_meta("search_tools", {"query": query, "limit": limit})
 
     async def work(gw: Gateway) -> dict[str, Any]:
         return await search_tools(gw, await members.operator_principal(gw, as_member), query, limit)
@@ -117,10 +130,9 @@ def call(
     """Run one connected tool through the same pipeline as execute_tool."""
     try:
         arguments = json.loads(args)
-    except ValueError as exc:
-        raise typer.BadParameter(f"--args is not JSON: {exc}") from exc
-    if not isinstance(arguments, dict):
-        raise typer.BadParameter("--args must be a JSON object")
+    except (ValueError, RecursionError):
+        fail(InvalidArguments("--args is not JSON", [{"pointer": "/arguments", "message": "not JSON"}]))
+    _check_meta("execute_tool", {"tool": tool, "arguments": arguments})
 
     async def work(gw: Gateway) -> dict[str, Any]:
         return await execute_tool(

@@ -1,13 +1,16 @@
 """Control-plane operations ``{prefix}__{resource}__{operation}`` (SPEC section 10).
 
 Each operation names its permission (``policy.operations``) and is classified by its own verb
-(read/write/destructive, R-7.3); ``tools/list`` shows exactly the ones the caller may use. The
-handlers call the same gateway functions as the CLI and the REST API.
+(read/write/destructive, R-7.3), which its annotations state (R-10.2); ``tools/list`` shows exactly
+the ones the caller may use. Its ``inputSchema`` is the one :func:`validate_input` checks on every
+face before the handler runs. The handlers call the same gateway functions as the CLI and the REST
+API.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -15,13 +18,22 @@ from typing import Any
 from toolcrib.errors import InvalidArguments, NotFound
 from toolcrib.gateway import audit, connections, diagnose, members, restrictions, results
 from toolcrib.gateway.core import Gateway
+from toolcrib.gateway.inputs import validate_input
+from toolcrib.policy.classify import classify_operation
 from toolcrib.policy.gates import Principal, can_use_operation, require_execute, require_operation
 from toolcrib.policy.operations import permission_for
 from toolcrib.store.audit import AuditFilter
 
-__all__ = ["ControlPlane"]
+__all__ = ["ControlPlane", "Operation", "check_operation_input"]
 
 Handler = Callable[[Gateway, Principal, dict[str, Any]], Awaitable[Any]]
+
+_HINTS: dict[str, dict[str, bool]] = {
+    # MCP's defaults are readOnlyHint false, destructiveHint true: each class states the one that differs
+    "read": {"readOnlyHint": True},
+    "write": {"destructiveHint": False},
+    "destructive": {"destructiveHint": True},
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,9 +41,22 @@ class Operation:
     resource: str
     operation: str
     description: str
-    properties: dict[str, Any]
-    required: tuple[str, ...]
+    input_schema: dict[str, Any]
     handler: Handler
+
+    @property
+    def annotations(self) -> dict[str, bool]:
+        """readOnlyHint / destructiveHint from the operation's classification (R-7.3, R-10.2)."""
+        return _HINTS[classify_operation(self.operation)]
+
+    def definition(self, name: str) -> dict[str, Any]:
+        """The ``tools/list`` entry."""
+        return {
+            "name": name,
+            "description": self.description,
+            "inputSchema": self.input_schema,
+            "annotations": self.annotations,
+        }
 
 
 def _op(
@@ -41,9 +66,14 @@ def _op(
     for prop in props.split():  # "name" is a string argument, "name:integer" an integer one
         name, _, kind = prop.partition(":")
         properties[name] = {"type": kind or "string"}
+    schema: dict[str, Any] = {"type": "object"}
+    if properties:
+        schema["properties"] = properties
+    if required:
+        schema["required"] = required.split()
 
     def wrap(handler: Handler) -> Operation:
-        return Operation(resource, operation, description, properties, tuple(required.split()), handler)
+        return Operation(resource, operation, description, schema, handler)
 
     return wrap
 
@@ -193,9 +223,9 @@ async def _r_explain(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
 async def _f_set(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
     try:
         value = json.loads(a["value"])
-    except (TypeError, ValueError) as exc:
+    except (ValueError, RecursionError) as exc:
         raise InvalidArguments(
-            "`value` must be JSON text", [{"pointer": "/value", "message": str(exc)}]
+            "`value` must be JSON text", [{"pointer": "/value", "message": "not JSON text"}]
         ) from exc
     await restrictions.set_frozen(gw, a["account"], a["tool"], a["param"], value, p)
     return {"frozen": f"{a['account']}__{a['tool']}.{a['param']}"}
@@ -207,16 +237,31 @@ async def _f_unset(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
     return {"unfrozen": f"{a['account']}__{a['tool']}.{a['param']}"}
 
 
-@_op("audit", "search", "Search the audit trail.", "member account operation outcome since until")
+def _seconds(value: float | None) -> float | None:
+    """A time bound as the store compares it: a float within +-1e15 s (JSON allows any size)."""
+    if value is None:
+        return None
+    try:
+        seconds = float(value)
+    except OverflowError:
+        seconds = math.inf if value > 0 else -math.inf
+    return None if math.isnan(seconds) else min(max(seconds, -1e15), 1e15)
+
+
+@_op(
+    "audit",
+    "search",
+    "Search the audit trail (since/until: Unix seconds).",
+    "member account operation outcome since:number until:number",
+)
 async def _a_search(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
-    since, until = a.get("since"), a.get("until")
     f = AuditFilter(
         member=a.get("member"),
         account=a.get("account"),
         operation=a.get("operation"),
         outcome=a.get("outcome"),
-        since=float(since) if since else None,
-        until=float(until) if until else None,
+        since=_seconds(a.get("since")),
+        until=_seconds(a.get("until")),
     )
     return await audit.search_audit(gw, p, f)
 
@@ -230,7 +275,7 @@ async def _a_search(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
 )
 async def _res_read(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
     return await results.read_result(
-        gw, p, a["result_id"], int(a.get("offset") or 0), int(a.get("length") or 32_000)
+        gw, p, a["result_id"], int(a.get("offset", 0)), int(a.get("length", results.MAX_PAGE))
     )
 
 
@@ -240,6 +285,12 @@ async def _t_diagnose(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
 
 
 OPERATIONS: tuple[Operation, ...] = tuple(v for v in dict(globals()).values() if isinstance(v, Operation))
+_BY_KEY = {(o.resource, o.operation): o for o in OPERATIONS}
+
+
+def check_operation_input(resource: str, operation: str, arguments: object) -> dict[str, Any]:
+    """Validate ``arguments`` by the operation's declared ``inputSchema`` (the CLI's entry)."""
+    return validate_input(_BY_KEY[(resource, operation)].input_schema, arguments)
 
 
 class ControlPlane:
@@ -258,30 +309,23 @@ class ControlPlane:
         return list(self._ops.items())
 
     def definitions_for(self, principal: Principal) -> list[dict[str, Any]]:
-        out = []
-        for name, op in self._ops.items():
-            if can_use_operation(principal, permission_for(op.resource, op.operation), op.operation):
-                schema: dict[str, Any] = {"type": "object", "properties": op.properties}
-                if op.required:
-                    schema["required"] = list(op.required)
-                out.append({"name": name, "description": op.description, "inputSchema": schema})
-        return out
+        return [
+            op.definition(name)
+            for name, op in self._ops.items()
+            if can_use_operation(principal, permission_for(op.resource, op.operation), op.operation)
+        ]
 
     async def call(
-        self, principal: Principal, name: str, arguments: dict[str, Any], *, over_mcp: bool = True
+        self, principal: Principal, name: str, arguments: object, *, over_mcp: bool = True
     ) -> dict[str, Any]:
         """Run one operation. Over MCP, ``tool:execute`` gates the whole endpoint first (R-7.2); the
-        REST face (``over_mcp=False``) asks only the operation's own permission and scope."""
+        REST face (``over_mcp=False``) asks only the operation's own permission and scope. The
+        arguments are validated by the operation's ``inputSchema`` before its handler runs."""
         if over_mcp:
             require_execute(principal)
         op = self._ops.get(name)
         if op is None:
             raise NotFound(f"no operation {name!r}")
         require_operation(principal, permission_for(op.resource, op.operation), op.operation)
-        missing = [r for r in op.required if arguments.get(r) in (None, "")]
-        if missing:
-            raise InvalidArguments(
-                "missing: " + ", ".join(missing),
-                [{"pointer": f"/{m}", "message": "required"} for m in missing],
-            )
-        return {"result": await op.handler(self._gw, principal, arguments)}
+        checked = validate_input(op.input_schema, arguments)
+        return {"result": await op.handler(self._gw, principal, checked)}

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-__all__ = ["SURFACES", "Surface", "meta_tool_definitions"]
+__all__ = ["MAX_QUERY_CHARS", "SURFACES", "Surface", "meta_input_schemas", "meta_tool_definitions"]
 
 SurfaceName = Literal["search", "capability"]
 
@@ -24,20 +24,31 @@ class Surface:
     arguments_arg: str
 
 
+MAX_QUERY_CHARS = 1000
+"""A query is a few words; a longer one is refused by the schema before the search engine sees it."""
+
+_LIST = {"type": "array"}
+SEARCH_OUTPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"results": _LIST, "restricted": _LIST},
+    "required": ["results", "restricted"],
+}
+"""R-3.1's ``{"results": [card...], "restricted": [name...]}`` (plus ``not_connected``, R-5.11)."""
+
 SURFACES: dict[str, Surface] = {
     "search": Surface("search_tools", "execute_tool", "query", "action_id", "arguments"),
     "capability": Surface("discover_capability", "run_capability", "intent", "actionId", "params"),
 }
 
 _SEARCH_DESCRIPTION = (
-    "Find tools of the organization's connected apps by intent. Connected tools are never listed: "
-    "search first, then call one with {execute}. Returns up to `limit` cards (name, {handle}, "
-    "inputs) and may return none when nothing connected fits."
+    "Find tools of the organization's connected apps by intent; they are never listed: search, "
+    "then call one with {execute}. Returns up to `limit` cards (name, {handle}, inputs), or none "
+    "when nothing fits."
 )
 _EXECUTE_DESCRIPTION = (
-    "Run one connected tool found with {search}: name it by its public name "
-    "(`account__tool`) or by the {handle} of a search card, and pass its inputs in "
-    "`{arguments}`. Errors come back in-band with a code, e.g. needs_input lists missing fields."
+    "Run one connected tool found with {search}, named by public name (`account__tool`) or by a "
+    "card's {handle}, with its inputs in `{arguments}`. Errors come back in-band with a code, e.g. "
+    "needs_input lists missing fields."
 )
 
 
@@ -45,11 +56,15 @@ def meta_tool_definitions(surface: str = "search") -> list[dict[str, Any]]:
     """The two ``tools/list`` entries of the meta-tools, as JSON objects."""
     s = SURFACES[surface]
     search_props: dict[str, Any] = {
-        s.query_arg: {"type": "string", "description": "What you want to do, in a few words."},
+        s.query_arg: {
+            "type": "string",
+            "maxLength": MAX_QUERY_CHARS,
+            "description": "What you want to do.",
+        },
         "limit": {"type": "integer", "minimum": 1, "maximum": 5, "default": 3},
     }
     execute_props: dict[str, Any] = {
-        s.handle_arg: {"type": "string", "description": "The action handle from a search card."},
+        s.handle_arg: {"type": "string", "description": "A search card's handle."},
         s.arguments_arg: {"type": "object", "description": "The tool's inputs, by card name."},
     }
     if surface == "search":
@@ -63,6 +78,7 @@ def meta_tool_definitions(surface: str = "search") -> list[dict[str, Any]]:
             "name": s.search,
             "description": _SEARCH_DESCRIPTION.format(**fmt),
             "inputSchema": {"type": "object", "properties": search_props, "required": [s.query_arg]},
+            "outputSchema": SEARCH_OUTPUT_SCHEMA,
             "annotations": {"readOnlyHint": True},
         },
         {
@@ -71,3 +87,8 @@ def meta_tool_definitions(surface: str = "search") -> list[dict[str, Any]]:
             "inputSchema": {"type": "object", "properties": execute_props},
         },
     ]
+
+
+def meta_input_schemas(surface: str = "search") -> dict[str, dict[str, Any]]:
+    """Each meta-tool's listed ``inputSchema`` by its name: what its arguments are validated by."""
+    return {d["name"]: d["inputSchema"] for d in meta_tool_definitions(surface)}

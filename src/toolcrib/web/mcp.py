@@ -10,12 +10,14 @@ import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 
-from toolcrib.errors import InBandError, InvalidArguments, NotFound, ToolcribError
+from toolcrib.errors import InvalidArguments, NotFound
 from toolcrib.gateway.control import ControlPlane
 from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.execute import execute_tool
+from toolcrib.gateway.faults import in_band
+from toolcrib.gateway.inputs import validate_input
 from toolcrib.gateway.search import flat_listing_bytes, search_tools
-from toolcrib.gateway.surface import SURFACES, meta_tool_definitions
+from toolcrib.gateway.surface import SURFACES, meta_input_schemas, meta_tool_definitions
 from toolcrib.policy.gates import Principal, lists_tools, require_execute
 from toolcrib.web.telemetry import Telemetry
 
@@ -50,6 +52,7 @@ def _passthrough(result: dict[str, Any]) -> types.CallToolResult:
 def build_mcp_server(gw: Gateway, control: ControlPlane, telemetry: Telemetry) -> Server[Any]:
     surface = SURFACES[gw.settings.surface]
     meta_tools = [types.Tool.model_validate(t) for t in meta_tool_definitions(gw.settings.surface)]
+    meta_schemas = meta_input_schemas(gw.settings.surface)
 
     async def on_list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
@@ -62,25 +65,27 @@ def build_mcp_server(gw: Gateway, control: ControlPlane, telemetry: Telemetry) -
         telemetry.sent(principal, tools_list=listing, flat_bytes=await flat_listing_bytes(gw, principal))
         return types.ListToolsResult(tools=tools)
 
-    async def dispatch(principal: Principal, name: str, args: dict[str, Any]) -> types.CallToolResult:
+    async def dispatch(principal: Principal, name: str, args: object) -> types.CallToolResult:
         require_execute(principal)  # R-7.2: the endpoint gate, ahead of every name, handle and scope
         if name == surface.search:
-            query = args.get(surface.query_arg)
-            if not isinstance(query, str) or not query.strip():
-                raise InvalidArguments(f"`{surface.query_arg}` must be a non-empty string")
-            limit = args.get("limit", 3)
-            if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 5:
-                raise InvalidArguments("`limit` must be an integer from 1 to 5")
-            found = await search_tools(gw, principal, query, limit)
+            checked = validate_input(meta_schemas[name], args)
+            query = checked[surface.query_arg]
+            if not query.strip():
+                raise InvalidArguments(
+                    f"`{surface.query_arg}` is blank",
+                    [{"pointer": f"/{surface.query_arg}", "message": "blank"}],
+                )
+            found = await search_tools(gw, principal, query, checked.get("limit", 3))
             telemetry.searched(principal, found)
             return _answer(found)
         if name == surface.execute:
+            checked = validate_input(meta_schemas[name], args)
             result = await execute_tool(
                 gw,
                 principal,
-                tool=args.get("tool"),
-                action_id=args.get(surface.handle_arg),
-                arguments=args.get(surface.arguments_arg),
+                tool=checked.get("tool"),
+                action_id=checked.get(surface.handle_arg),
+                arguments=checked.get(surface.arguments_arg),
             )
             return _passthrough(result)
         if control.has(name):
@@ -90,19 +95,16 @@ def build_mcp_server(gw: Gateway, control: ControlPlane, telemetry: Telemetry) -
     async def on_call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
+        """Every exception becomes an in-band answer (R-3.3): never a JSON-RPC error from a crash."""
         principal = _principal(ctx)
         name = params.name
         with telemetry.call(name) as outcome:
             try:
-                result = await dispatch(principal, name, dict(params.arguments or {}))
-            except InBandError as exc:
-                outcome.error(exc.code)
-                return _answer(exc.to_payload(), error=True)
-            except ToolcribError as exc:
-                outcome.error(exc.code)
-                return _answer(
-                    {"error": {"code": "invalid_arguments", "message": exc.message, "errors": []}}, error=True
-                )
+                result = await dispatch(principal, name, params.arguments or {})
+            except Exception as exc:
+                error = in_band(exc)
+                outcome.error(error.code)
+                return _answer(error.to_payload(), error=True)
             if result.is_error:
                 outcome.error("tool_error")
             return result

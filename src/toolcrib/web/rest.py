@@ -14,8 +14,9 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from toolcrib.auth.metadata import www_authenticate
-from toolcrib.errors import InBandError, ScopeRequired, ToolcribError
+from toolcrib.errors import InBandError, InvalidArguments, ScopeRequired
 from toolcrib.gateway.control import ControlPlane
+from toolcrib.gateway.faults import in_band
 from toolcrib.policy.gates import Principal
 
 __all__ = ["METADATA_PATH", "openapi_document", "rest_routes"]
@@ -30,20 +31,25 @@ _STATUS = {
     "forbidden": 403,
     "invalid_arguments": 400,
     "needs_input": 400,
+    "connection_inactive": 409,
+    "handle_expired": 410,
+    "schema_changed": 409,
+    "rate_limited": 429,
+    "too_large": 413,
+    "store_busy": 503,
+    "internal_error": 500,
 }
+"""HTTP status by in-band code; the body is the same ``{"error": ...}`` object as over MCP (R-3.3)."""
 
 
 def openapi_document(control: ControlPlane, server_url: str) -> dict[str, Any]:
     paths: dict[str, Any] = {}
     for name, op in control.all_operations():
-        schema: dict[str, Any] = {"type": "object", "properties": op.properties}
-        if op.required:
-            schema["required"] = list(op.required)
         paths[f"/api/{op.resource}/{op.operation}"] = {
             "post": {
                 "operationId": name,
                 "summary": op.description,
-                "requestBody": {"content": {"application/json": {"schema": schema}}},
+                "requestBody": {"content": {"application/json": {"schema": op.input_schema}}},
                 "responses": {
                     "200": {"description": "the operation's result"},
                     "4XX": {"description": "an error"},
@@ -71,20 +77,29 @@ def rest_routes(prefix: str, principal_key: str) -> list[Route]:
         if not control.has(name):
             return JSONResponse({"error": {"code": "not_found", "message": f"no operation {name}"}}, 404)
         try:
-            body = json.loads(await request.body() or b"{}")
-            if not isinstance(body, dict):
-                raise ValueError("the body must be a JSON object")
-        except ValueError as exc:
-            return JSONResponse({"error": {"code": "invalid_arguments", "message": str(exc)}}, 400)
-        try:
+            body = _parse(await request.body())
             return JSONResponse(await control.call(principal, name, body, over_mcp=False))
         except ScopeRequired as exc:  # RFC 6750: the grant is short of a scope
             metadata = str(request.url.replace(path=METADATA_PATH, query=""))
             challenge = www_authenticate(metadata, error="insufficient_scope", scope=exc.scope)
             return JSONResponse(exc.to_payload(), 403, headers={"WWW-Authenticate": challenge})
-        except InBandError as exc:
-            return JSONResponse(exc.to_payload(), _STATUS.get(exc.code, 502))
-        except ToolcribError as exc:
-            return JSONResponse({"error": {"code": "invalid_arguments", "message": exc.message}}, 400)
+        except Exception as exc:
+            return _error_response(in_band(exc))
 
     return [Route("/api/{resource}/{operation}", call, methods=["POST"])]
+
+
+def _parse(raw: bytes) -> object:
+    """The JSON body ({} when empty); what is not JSON is ``invalid_arguments``, in our words."""
+    try:
+        return json.loads(raw or b"{}")
+    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
+        raise InvalidArguments(
+            "the body must be a JSON object", [{"pointer": "", "message": "not JSON"}]
+        ) from exc
+
+
+def _error_response(error: InBandError) -> Response:
+    status = _STATUS.get(error.code, 502)
+    headers = {"Retry-After": "1"} if error.code == "store_busy" else None
+    return JSONResponse(error.to_payload(), status, headers=headers)
