@@ -108,11 +108,9 @@ async def _c_create(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
 
 @_op("connections", "update", "Change a connection's connector label.", "name connector", "name connector")
 async def _c_update(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
-    await connections.get_connection(gw, a["name"], p)
-    from toolcrib.store import connections as store
-
-    await store.update_connection(gw.db, a["name"], connector=a["connector"])
-    return connections.connection_view(await connections.sync_connection(gw, a["name"]))
+    return connections.connection_view(
+        await connections.update_connection(gw, a["name"], connector=a["connector"], actor=p)
+    )
 
 
 @_op("connections", "delete", "Remove a connection.", "name", "name")
