@@ -63,7 +63,9 @@ def _always(engines: dict[str, Engine], vectors: dict[Any, Any], channel: str) -
         def score(query: str, catalog: str = catalog, r: Any = retriever, m: Any = matrix) -> np.ndarray:
             size = len(names[catalog])
             bm25 = np.zeros(size)
-            ids, values = r.retrieve(bm25s.tokenize([query], stopwords="en", show_progress=False), k=size, show_progress=False)
+            ids, values = r.retrieve(
+                bm25s.tokenize([query], stopwords="en", show_progress=False), k=size, show_progress=False
+            )
             bm25[ids[0]] = values[0]
             if channel == "bm25":
                 return bm25
@@ -84,7 +86,9 @@ def _always(engines: dict[str, Engine], vectors: dict[Any, Any], channel: str) -
             scores = scorers[catalog](row["query"])
             excluded = set(row.get("exclude_servers") or ())
             order = [i for i in np.argsort(-scores, kind="stable") if channel != "bm25" or scores[i] > 0]
-            ranked = [names[catalog][i] for i in order[:60] if names[catalog][i].split("__")[0] not in excluded]
+            ranked = [
+                names[catalog][i] for i in order[:60] if names[catalog][i].split("__")[0] not in excluded
+            ]
             out.append(_ranking(row, ranked))
         return out
 
@@ -122,7 +126,9 @@ def main() -> None:
     ENGINES.update(engines)
     results: dict[str, dict[str, Any]] = {}
     examples = collect(engines, rows, vectors, args.folds)
-    results["toolcrib (cross-validated)"] = cross_validate(examples, engines, rows, vectors, args.folds, True, KEEP)
+    results["toolcrib (cross-validated)"] = cross_validate(
+        examples, engines, rows, vectors, args.folds, True, KEEP
+    )
     lexical_engines, _, _ = load(DATA, None)
     lexical = collect(lexical_engines, rows, {}, args.folds)
     results["toolcrib, words only (cross-validated)"] = cross_validate(

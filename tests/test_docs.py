@@ -10,7 +10,10 @@ from tests.conftest import ROOT
 
 def test_readme_and_docs_tables_match_the_benchmark_json() -> None:
     done = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "report.py"), "--check"], capture_output=True, text=True, check=False
+        [sys.executable, str(ROOT / "bench" / "report.py"), "--check"],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr
 

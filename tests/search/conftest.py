@@ -7,7 +7,7 @@ import json
 import pytest
 from tests.conftest import SHARED
 
-from toolcrib.search import SearchDoc, SearchIndex
+from toolcrib.search import SearchDoc
 from toolcrib.search.evaluate import catalog_docs
 
 DATA = SHARED / "data" / "retrieval"

@@ -55,6 +55,8 @@ __all__ = [
     "read_jsonl",
 ]
 
+QueryVectors = dict[tuple[str, str], Any]
+"""(catalog, query) -> the unit vector of the query's encoding text on that catalog's index."""
 RIDGE = 1.0
 """L2 penalty of both logistic models (on standardized features)."""
 KEEP = 4.0
@@ -153,7 +155,7 @@ def _restricted(evidence: Evidence, slots: np.ndarray) -> Evidence:
 
 
 def collect(
-    engines: dict[str, Engine], rows: dict[str, list[dict[str, Any]]], vectors: dict[str, Any], folds: int
+    engines: dict[str, Engine], rows: dict[str, list[dict[str, Any]]], vectors: QueryVectors, folds: int
 ) -> list[Example]:
     """Candidates and features of every query that reaches the gate (not vetoed by R-5.11)."""
     out: list[Example] = []
@@ -166,9 +168,9 @@ def collect(
                 continue  # answered by the known-app veto before ranking; evaluated, not fitted
 
             def gather(
-                row: dict[str, Any] = row, engine: Engine = engine
+                row: dict[str, Any] = row, engine: Engine = engine, catalog: str = spec.catalog
             ) -> tuple[Evidence, np.ndarray] | None:
-                evidence = engine.index.evidence(row["query"], vectors.get((spec.catalog, row["query"])))
+                evidence = engine.index.evidence(row["query"], vectors.get((catalog, row["query"])))
                 if evidence is None:
                     return None
                 return evidence, candidates(evidence)
@@ -298,7 +300,7 @@ def _gate_row(e: Example, ranker: Logistic, semantic: bool) -> np.ndarray:
 
 
 def run_set(
-    spec: EvalSet, engine: Engine, rows: list[dict[str, Any]], vectors: dict[str, Any]
+    spec: EvalSet, engine: Engine, rows: list[dict[str, Any]], vectors: QueryVectors
 ) -> list[Ranking]:
     out = []
     for row in rows:
@@ -318,7 +320,7 @@ def cross_validate(
     examples: list[Example],
     engines: dict[str, Engine],
     rows: dict[str, list[dict[str, Any]]],
-    vectors: dict[str, Any],
+    vectors: QueryVectors,
     folds: int,
     semantic: bool,
     keep: float,
@@ -337,7 +339,7 @@ def cross_validate(
 
 def load(
     data: Path, encoder: Encoder | None
-) -> tuple[dict[str, Engine], dict[str, list[dict[str, Any]]], dict[str, Any]]:
+) -> tuple[dict[str, Engine], dict[str, list[dict[str, Any]]], QueryVectors]:
     """Both catalogs in real indexes, every set's rows, and (with an encoder) every query's vector."""
     catalogs = {
         "main": catalog_docs(read_jsonl(data / "catalog.jsonl")),
@@ -345,7 +347,7 @@ def load(
     }
     engines = {name: Engine.build(accounts, encoder) for name, accounts in catalogs.items()}
     rows = {spec.name: read_jsonl(data / spec.path) for spec in SETS}
-    vectors: dict[str, Any] = {}
+    vectors: QueryVectors = {}
     if encoder is not None:
         texts = {
             (spec.catalog, r["query"]): engines[spec.catalog].index.encoding_text(r["query"])
