@@ -59,13 +59,17 @@ class Operation:
         }
 
 
+_ARGV = {"type": ["string", "array"], "items": {"type": "string"}}
+"""A command line: one shell-quoted string, or its words."""
+
+
 def _op(
     resource: str, operation: str, description: str, props: str = "", required: str = ""
 ) -> Callable[[Handler], Operation]:
     properties: dict[str, Any] = {}
     for prop in props.split():  # "name" is a string argument, "name:integer" an integer one
         name, _, kind = prop.partition(":")
-        properties[name] = {"type": kind or "string"}
+        properties[name] = _ARGV if kind == "argv" else {"type": kind or "string"}
     schema: dict[str, Any] = {"type": "object"}
     if properties:
         schema["properties"] = properties
@@ -96,7 +100,7 @@ async def _c_get(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
     "connections",
     "create",
     "Connect an MCP server by command or URL.",
-    "name connector command url",
+    "name connector command:argv url",
     "name connector",
 )
 async def _c_create(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
