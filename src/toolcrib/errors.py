@@ -24,6 +24,7 @@ ToolcribError                      (code: "internal")
 ├── Unauthenticated                no valid grant: HTTP 401 with WWW-Authenticate (R-2.4)
 ├── ConfigError                    bad settings or bad command-line input
 └── StoreError                     the database failed (translated from SQLAlchemy)
+    └── StoreBusy                  store_busy            (the database stayed locked past the bound)
 ```
 
 Library errors (sqlite3, SQLAlchemy, httpx2, the MCP SDK) are translated at the boundary with
@@ -50,6 +51,7 @@ __all__ = [
     "Restricted",
     "SchemaChanged",
     "ScopeRequired",
+    "StoreBusy",
     "StoreError",
     "TooLarge",
     "ToolRefused",
@@ -215,3 +217,9 @@ class ConfigError(ToolcribError):
 
 class StoreError(ToolcribError):
     code: ClassVar[str] = "store_error"
+
+
+class StoreBusy(StoreError):
+    """The database stayed busy (locked by another writer) past the retry bound; retry later."""
+
+    code: ClassVar[str] = "store_busy"
