@@ -86,7 +86,7 @@ class Gateway:
         cls, settings: Settings, *, clock: Callable[[], float] = time.time
     ) -> AsyncIterator[Gateway]:
         """Open the database (migrating it), load catalogs, and run upstream sessions until exit."""
-        db = Database(settings.database_url)
+        db = Database(settings.database_url, busy_seconds=settings.store_busy_seconds)
         try:
             await db.migrate()
             box = SecretBox(load_or_create_key(settings.secret_key, _key_file(settings)))
@@ -102,6 +102,7 @@ class Gateway:
                 connect_timeout=settings.connect_timeout_seconds,
                 backoff=settings.restart_backoff_seconds,
                 idle_stop=settings.idle_stop_seconds,
+                max_message_bytes=settings.max_upstream_message_bytes,
                 on_tools_changed=on_changed,
             ) as upstreams:
                 gateway._upstreams = upstreams

@@ -22,13 +22,15 @@ import httpx2
 import mcp_types as types
 from anyio.abc import TaskGroup
 from mcp.client import Client
-from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import CONNECTION_CLOSED
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from toolcrib.errors import UpstreamAuthFailed, UpstreamError, UpstreamTimeout
+from toolcrib.errors import TooLarge, UpstreamAuthFailed, UpstreamError, UpstreamTimeout
+from toolcrib.upstream.framing import is_too_large
+from toolcrib.upstream.http_bound import BoundedTransport
+from toolcrib.upstream.stdio import stdio_transport
 
 __all__ = ["UpstreamSession", "UpstreamSpec"]
 
@@ -36,6 +38,7 @@ logger = logging.getLogger(__name__)
 
 _MAX_BACKOFF = 30.0
 _MAX_PAGES = 100
+_DEFAULT_MAX_MESSAGE = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +57,11 @@ class UpstreamSpec:
         return [v for v in (*self.env.values(), *self.headers.values()) if v]
 
 
+def _sse_event_too_large(exc: MCPError) -> bool:
+    """The SDK's refusal of a server-sent event over ``max_sse_event_size`` (httpx2's SSE limit)."""
+    return exc.code == CONNECTION_CLOSED and "byte limit" in exc.message
+
+
 class UpstreamSession:
     """A supervised client session to one upstream."""
 
@@ -65,9 +73,11 @@ class UpstreamSession:
         call_timeout: float,
         connect_timeout: float,
         backoff: float,
+        max_message_bytes: int = _DEFAULT_MAX_MESSAGE,
         on_tools_changed: Callable[[str], Coroutine[Any, Any, None]] | None = None,
     ) -> None:
         self.spec = spec
+        self._max_message = max_message_bytes
         self._tg = task_group
         self._call_timeout = call_timeout
         self._connect_timeout = connect_timeout
@@ -123,6 +133,10 @@ class UpstreamSession:
         except TimeoutError as exc:
             raise UpstreamTimeout(f"{self.spec.name}: {what} did not answer within {seconds:g} s") from exc
         except MCPError as exc:
+            if is_too_large(exc.code, exc.data) or _sse_event_too_large(exc):
+                raise TooLarge(
+                    f"{self.spec.name}: the answer to {what} is over the limit of {self._max_message} bytes"
+                ) from exc
             if exc.code != CONNECTION_CLOSED:
                 raise UpstreamError(f"{self.spec.name}: {what} failed: {exc.message}") from exc
             await self._crashed(exc)
@@ -209,8 +223,9 @@ class UpstreamSession:
                 self._stderr.close()
             # Kept open after the process ends: its last line is the readable failure reason.
             self._stderr = tempfile.TemporaryFile()  # noqa: SIM115
-            params = StdioServerParameters(command=spec.command[0], args=list(spec.command[1:]), env=spec.env)
-            return stdio_client(params, errlog=self._stderr)  # type: ignore[arg-type]
+            return stdio_transport(
+                spec.command, env=spec.env, errlog=self._stderr, max_message_bytes=self._max_message
+            )
         self._refused_status = None
 
         async def note_refusal(response: httpx2.Response) -> None:
@@ -218,13 +233,14 @@ class UpstreamSession:
                 self._refused_status = response.status_code
 
         http = httpx2.AsyncClient(
-            headers=spec.headers,
+            headers={"Accept-Encoding": "identity", **spec.headers},
+            transport=BoundedTransport(self._max_message),
             timeout=httpx2.Timeout(self._call_timeout, read=None),
             event_hooks={"response": [note_refusal]},
         )
         stack.push_async_callback(http.aclose)
         assert spec.url is not None
-        return streamable_http_client(spec.url, http_client=http)
+        return streamable_http_client(spec.url, http_client=http, max_sse_event_size=self._max_message)
 
     @staticmethod
     def _announces_tool_changes(client: Client) -> bool:
