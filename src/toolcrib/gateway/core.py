@@ -30,6 +30,7 @@ from toolcrib.settings import Settings
 from toolcrib.store import connections as conn_store
 from toolcrib.store import handles as handle_store
 from toolcrib.store import instances as instance_store
+from toolcrib.store import leases as lease_store
 from toolcrib.store import policy as policy_store
 from toolcrib.store import results as result_store
 from toolcrib.store.connections import ConnectionRow, StoredTool
@@ -44,6 +45,8 @@ if TYPE_CHECKING:
 __all__ = ["Gateway", "PolicySnapshot"]
 
 logger = logging.getLogger(__name__)
+
+_HOUSEKEEPING = "housekeeping"
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,10 +110,12 @@ class Gateway:
             ) as upstreams:
                 gateway._upstreams = upstreams
                 upstreams.run_in_background(gateway._heartbeat)
+                upstreams.run_in_background(gateway._housekeeping)
                 try:
                     yield gateway
                 finally:
                     with anyio.CancelScope(shield=True):
+                        await lease_store.release(db, _HOUSEKEEPING, gateway.instance.id)
                         await instance_store.retire(db, gateway.instance)
                     if gateway.jwt_verifier is not None:
                         await gateway.jwt_verifier.aclose()
@@ -142,6 +147,31 @@ class Gateway:
                 await self.recover_orphans()
             except StoreError:
                 logger.warning("heartbeat: the database is unavailable", exc_info=True)
+
+    async def _housekeeping(self) -> None:
+        while True:
+            await anyio.sleep(self.settings.housekeeping_seconds)
+            try:
+                await self.housekeep()
+            except StoreError:
+                logger.warning("housekeeping: the database is unavailable", exc_info=True)
+
+    async def housekeep(self) -> bool:
+        """One round of housekeeping, if this process holds (or takes) the lease; whether it ran.
+
+        Expired handles and stored results are deleted, calls of dead processes read ``unknown``,
+        and dead processes are forgotten. The lease outlives a few rounds, so a holder that dies is
+        replaced after at most three intervals.
+        """
+        now = self.clock()
+        ttl = 3 * self.settings.housekeeping_seconds
+        if not await lease_store.acquire(self.db, _HOUSEKEEPING, self.instance.id, now=now, ttl=ttl):
+            return False
+        await self.purge_expired()
+        await self.recover_orphans()
+        stale_before = self.clock() - 3 * self.settings.heartbeat_seconds
+        await instance_store.prune(self.db, self.instance, stale_before=stale_before)
+        return True
 
     async def sync_from_store(self, *, force: bool = False) -> None:
         """Pick up connections another process changed (the CLI, another replica, R-15.2).

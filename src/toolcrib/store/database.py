@@ -90,14 +90,14 @@ class Database:
             event.listen(self.engine.sync_engine, "connect", _sqlite_pragmas(busy_ms))
             event.listen(self.engine.sync_engine, "begin", _sqlite_begin)
 
-    async def migrate(self) -> None:
-        """Upgrade the schema to the newest migration."""
+    async def migrate(self, revision: str = "head") -> None:
+        """Upgrade the schema to ``revision`` (the newest migration by default)."""
 
         def upgrade(sync_connection: Connection) -> None:
             config = Config()
             config.set_main_option("script_location", str(_MIGRATIONS))
             config.attributes["connection"] = sync_connection
-            command.upgrade(config, "head")
+            command.upgrade(config, revision)
 
         async with self.begin() as conn:
             await conn.run_sync(upgrade)
