@@ -17,7 +17,15 @@ from typing import Any
 import mcp_types as types
 from mcp.shared.message import SessionMessage
 
-__all__ = ["MESSAGE_TOO_LARGE", "LineSplitter", "Oversized", "is_too_large", "refusal", "too_large_data"]
+__all__ = [
+    "MESSAGE_TOO_LARGE",
+    "LineSplitter",
+    "Oversized",
+    "is_too_large",
+    "refusal",
+    "sent_by_the_server",
+    "too_large_data",
+]
 
 # A JSON-RPC error code in the implementation-defined range, with ``data.toolcrib == "too_large"``.
 MESSAGE_TOO_LARGE = -32099
@@ -106,10 +114,15 @@ def _response_id(item: Oversized) -> int | str | None:
     return value if isinstance(value, int | str) else None
 
 
+def sent_by_the_server(item: Oversized) -> bool:
+    """Whether an oversized line is a request or notification of the server (it answers nothing)."""
+    return _HEAD_REQUEST.match(item.head) is not None
+
+
 def refusal(item: Oversized, limit: int) -> SessionMessage | None:
     """The error answering the request an oversized line responded to, or None when it answered
     nothing that can be named (a notification or request of the server, or an id not found)."""
-    if _HEAD_REQUEST.match(item.head):
+    if sent_by_the_server(item):
         return None
     request_id = _response_id(item)
     if request_id is None:

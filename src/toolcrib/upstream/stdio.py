@@ -3,7 +3,8 @@
 It differs from the SDK's in how it reads: lines are split in linear time and a message over
 ``max_message_bytes`` is skipped without being held (``framing``); the call it answered gets an
 error answer the session turns into ``too_large``, and the session stays usable. An oversized
-message that answers no nameable request ends the transport, so the session restarts cleanly.
+request or notification of the server is dropped; an oversized answer whose request id cannot be
+found ends the transport, so the session restarts cleanly instead of leaving a call waiting.
 
 The process lifecycle follows the SDK's (and the MCP spec's shutdown sequence): the server runs in
 a session of its own; on exit its stdin is closed, it gets a grace period, then its whole process
@@ -28,7 +29,7 @@ from mcp.client.stdio import StdioServerParameters, get_default_environment, std
 from mcp.os.posix.utilities import terminate_posix_process_tree
 from mcp.shared.message import SessionMessage
 
-from toolcrib.upstream.framing import LineSplitter, Oversized, refusal
+from toolcrib.upstream.framing import LineSplitter, Oversized, refusal, sent_by_the_server
 
 __all__ = ["stdio_transport"]
 
@@ -119,10 +120,12 @@ async def _chunks(process: Process) -> AsyncIterator[bytes]:
 async def _deliver(incoming: _Incoming, line: bytes | Oversized, limit: int) -> bool:
     """Send one line on to the session; False when the transport must end."""
     if isinstance(line, Oversized):
-        answer = refusal(line, limit)
         logger.warning("an upstream message of %d bytes is over the limit of %d bytes", line.size, limit)
+        if sent_by_the_server(line):
+            return True  # a request or notification of the server: dropped, nothing waits for it
+        answer = refusal(line, limit)
         if answer is None:
-            return False  # it answered nothing nameable: end here, the session restarts cleanly
+            return False  # an answer to a call it does not name: end here, the session restarts
         await incoming.send(answer)
         return True
     if not line.strip():
