@@ -18,6 +18,7 @@ import logging
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from alembic import command
 from alembic.config import Config
 from sqlalchemy import Connection, event
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from toolcrib.errors import StoreBusy, StoreError
@@ -36,6 +38,8 @@ __all__ = ["Database", "is_busy"]
 logger = logging.getLogger(__name__)
 
 _MIGRATIONS = Path(__file__).parent / "migrations"
+# The database whose write turn the current task holds (so a nested transaction does not wait).
+_turn_holder: ContextVar[Database | None] = ContextVar("toolcrib_write_turn", default=None)
 _BEGIN_OPTION = "toolcrib_begin"
 _FIRST_PAUSE = 0.01
 _MAX_PAUSE = 0.25
@@ -45,6 +49,8 @@ _SQLITE_WAIT_MS = 1000
 
 def is_busy(exc: BaseException) -> bool:
     """Whether ``exc`` is SQLite's "database is locked / busy" (a retryable contention error)."""
+    if isinstance(exc, PoolTimeout):
+        return True  # every pooled connection is in use: the same contention, one level up
     orig = exc.orig if isinstance(exc, DBAPIError) else exc
     name = type(orig).__name__
     text = str(orig).lower()
@@ -78,6 +84,7 @@ class Database:
         self.url = url
         self.busy_seconds = busy_seconds
         self.is_sqlite = url.startswith("sqlite")
+        self._writers: anyio.Lock | None = anyio.Lock() if self.is_sqlite else None
         if self.is_sqlite:
             path = Path(url.removeprefix("sqlite:///"))
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -120,7 +127,34 @@ class Database:
 
     @asynccontextmanager
     async def _transaction(self, begin: str) -> AsyncIterator[AsyncConnection]:
-        conn = await self._connect(begin)
+        deadline = time.monotonic() + self.busy_seconds
+        async with self._writer_turn(begin, deadline):
+            conn = await self._connect(begin, deadline)
+            async with self._committed(conn) as live:
+                yield live
+
+    @asynccontextmanager
+    async def _writer_turn(self, begin: str, deadline: float) -> AsyncIterator[None]:
+        """On SQLite, this process's writers take turns here (first come, first served) instead of
+        each holding a pooled connection while SQLite's busy handler polls; a nested transaction
+        of the same task does not wait for itself."""
+        if self._writers is None or begin == "BEGIN" or _turn_holder.get() is self:
+            yield
+            return
+        with anyio.move_on_after(max(0.0, deadline - time.monotonic())) as waited:
+            await self._writers.acquire()
+        if waited.cancelled_caught:
+            logger.warning("database busy: no write turn within %g s", self.busy_seconds)
+            raise StoreBusy(f"the database stayed busy for over {self.busy_seconds:g} s; retry the call")
+        token = _turn_holder.set(self)
+        try:
+            yield
+        finally:
+            _turn_holder.reset(token)
+            self._writers.release()
+
+    @asynccontextmanager
+    async def _committed(self, conn: AsyncConnection) -> AsyncIterator[AsyncConnection]:
         try:
             yield conn
             await conn.commit()
@@ -134,9 +168,8 @@ class Database:
             with anyio.CancelScope(shield=True):
                 await _quietly_close(conn)
 
-    async def _connect(self, begin: str) -> AsyncConnection:
+    async def _connect(self, begin: str, deadline: float) -> AsyncConnection:
         """A connection whose transaction has begun, retrying a busy database with back-off."""
-        deadline = time.monotonic() + self.busy_seconds
         pause = _FIRST_PAUSE
         while True:
             conn: AsyncConnection | None = None

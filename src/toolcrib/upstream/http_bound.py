@@ -1,82 +1,72 @@
-"""An HTTP transport that bounds what an HTTP upstream can make the gateway hold.
+"""Bounds what an HTTP upstream can make the gateway hold in memory.
 
 The SDK's Streamable HTTP client reads a JSON response whole (``response.aread()``), with no limit.
-This transport, under the SDK's client, reads a JSON answer to a POST itself, at most
-``limit`` bytes: a larger one (by its ``Content-Length`` or by counting) is closed unread and
-replaced by a JSON-RPC error answering the same request id (the session turns it into
-``too_large``). Server-sent event streams are bounded per event by the SDK's own
-``max_sse_event_size``, which the session sets to the same limit. Bodies are asked for
-uncompressed (``Accept-Encoding: identity``), so the bytes counted are the bytes parsed.
+A response hook of the httpx2 client (so the client keeps its own transport, proxies and TLS
+settings) wraps the body of every JSON answer to a POST in a stream that stops with
+``MessageTooLarge`` once more than ``limit`` bytes have come (at once, when ``Content-Length``
+already says so). The SDK answers the waiting request with a parse error carrying that message; the
+session recognises it (``is_bounded_refusal``) and answers ``too_large``. Server-sent events are
+bounded per event by the SDK's own ``max_sse_event_size``, which the session sets to the same limit.
+Bodies are asked for uncompressed (``Accept-Encoding: identity``), so the bytes counted are the bytes
+parsed; a server that compresses anyway is bounded on its compressed bytes.
 """
 
 from __future__ import annotations
 
-import json
+from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any
 
 import httpx2
+from mcp_types.jsonrpc import PARSE_ERROR
 
-from toolcrib.upstream.framing import MESSAGE_TOO_LARGE, too_large_data
+__all__ = ["MessageTooLarge", "bound_json_responses", "is_bounded_refusal"]
 
-__all__ = ["BoundedTransport"]
+_MARK = "[toolcrib:too_large]"
 
 
-class BoundedTransport(httpx2.AsyncBaseTransport):
-    """Wraps a real transport; JSON answers to POSTs are read here within ``limit`` bytes."""
+class MessageTooLarge(httpx2.StreamError):
+    """An HTTP answer went over the limit; its body is not read further."""
 
-    def __init__(self, limit: int, inner: httpx2.AsyncBaseTransport | None = None) -> None:
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__(f"{_MARK} the upstream's answer of at least {size} bytes is over {limit} bytes")
+
+
+class _BoundedStream(httpx2.AsyncByteStream):
+    def __init__(self, inner: httpx2.AsyncByteStream, limit: int, declared: int | None) -> None:
+        self._inner = inner
         self._limit = limit
-        self._inner = inner or httpx2.AsyncHTTPTransport()
+        self._declared = declared
 
-    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        response = await self._inner.handle_async_request(request)
-        content_type = response.headers.get("content-type", "").lower()
-        if request.method != "POST" or not content_type.startswith("application/json"):
-            return response
-        declared = response.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > self._limit:
-            await response.aclose()
-            return _refusal(request, response, int(declared), self._limit)
-        parts: list[bytes] = []
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        if self._declared is not None and self._declared > self._limit:
+            raise MessageTooLarge(self._declared, self._limit)
         size = 0
-        try:
-            async for chunk in response.stream:  # type: ignore[union-attr]
-                size += len(chunk)
-                if size > self._limit:
-                    return _refusal(request, response, size, self._limit)
-                parts.append(chunk)
-        finally:
-            await response.aclose()
-        return httpx2.Response(
-            response.status_code,
-            headers=_kept_headers(response),
-            content=b"".join(parts),
-            request=request,
-            extensions=response.extensions,
-        )
+        async for chunk in self._inner:
+            size += len(chunk)
+            if size > self._limit:
+                raise MessageTooLarge(size, self._limit)
+            yield chunk
 
     async def aclose(self) -> None:
         await self._inner.aclose()
 
 
-def _kept_headers(response: httpx2.Response) -> list[tuple[str, str]]:
-    dropped = {"content-length", "transfer-encoding", "content-encoding"}
-    return [(k, v) for k, v in response.headers.multi_items() if k.lower() not in dropped]
+def bound_json_responses(limit: int) -> Callable[[httpx2.Response], Coroutine[Any, Any, None]]:
+    """A response hook bounding the JSON answers to POSTs at ``limit`` bytes."""
+
+    async def bound(response: httpx2.Response) -> None:
+        content_type = response.headers.get("content-type", "").lower()
+        if response.request.method != "POST" or not content_type.startswith("application/json"):
+            return
+        if not isinstance(response.stream, httpx2.AsyncByteStream):
+            return
+        declared = response.headers.get("content-length", "")
+        length = int(declared) if declared.isdigit() else None
+        response.stream = _BoundedStream(response.stream, limit, length)
+
+    return bound
 
 
-def _refusal(request: httpx2.Request, response: httpx2.Response, size: int, limit: int) -> httpx2.Response:
-    try:
-        request_id: Any = json.loads(request.content).get("id")
-    except (ValueError, AttributeError):
-        request_id = None
-    if not isinstance(request_id, int | str):
-        return httpx2.Response(502, headers={"content-type": "text/plain"}, content=b"", request=request)
-    error = {
-        "code": MESSAGE_TOO_LARGE,
-        "message": f"the upstream's message of at least {size} bytes is over the limit of {limit} bytes",
-        "data": too_large_data(size, limit),
-    }
-    body = json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}).encode()
-    headers = [(k, v) for k, v in _kept_headers(response) if k.lower() != "content-type"]
-    headers.append(("content-type", "application/json"))
-    return httpx2.Response(200, headers=headers, content=body, request=request)
+def is_bounded_refusal(code: int, message: str) -> bool:
+    """Whether an SDK error answer is the parse error ``MessageTooLarge`` turned into."""
+    return code == PARSE_ERROR and _MARK in message

@@ -29,7 +29,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolcrib.errors import TooLarge, UpstreamAuthFailed, UpstreamError, UpstreamTimeout
 from toolcrib.upstream.framing import is_too_large
-from toolcrib.upstream.http_bound import BoundedTransport
+from toolcrib.upstream.http_bound import bound_json_responses, is_bounded_refusal
 from toolcrib.upstream.stdio import stdio_transport
 
 __all__ = ["UpstreamSession", "UpstreamSpec"]
@@ -57,9 +57,14 @@ class UpstreamSpec:
         return [v for v in (*self.env.values(), *self.headers.values()) if v]
 
 
-def _sse_event_too_large(exc: MCPError) -> bool:
-    """The SDK's refusal of a server-sent event over ``max_sse_event_size`` (httpx2's SSE limit)."""
-    return exc.code == CONNECTION_CLOSED and "byte limit" in exc.message
+def _too_large(exc: MCPError) -> bool:
+    """An answer refused for its size: a stdio line (``framing``), an HTTP JSON body
+    (``http_bound``), or a server-sent event over the SDK's ``max_sse_event_size`` (httpx2's text)."""
+    return (
+        is_too_large(exc.code, exc.data)
+        or is_bounded_refusal(exc.code, exc.message)
+        or (exc.code == CONNECTION_CLOSED and "byte limit" in exc.message)
+    )
 
 
 class UpstreamSession:
@@ -133,7 +138,7 @@ class UpstreamSession:
         except TimeoutError as exc:
             raise UpstreamTimeout(f"{self.spec.name}: {what} did not answer within {seconds:g} s") from exc
         except MCPError as exc:
-            if is_too_large(exc.code, exc.data) or _sse_event_too_large(exc):
+            if _too_large(exc):
                 raise TooLarge(
                     f"{self.spec.name}: the answer to {what} is over the limit of {self._max_message} bytes"
                 ) from exc
@@ -234,9 +239,8 @@ class UpstreamSession:
 
         http = httpx2.AsyncClient(
             headers={"Accept-Encoding": "identity", **spec.headers},
-            transport=BoundedTransport(self._max_message),
             timeout=httpx2.Timeout(self._call_timeout, read=None),
-            event_hooks={"response": [note_refusal]},
+            event_hooks={"response": [note_refusal, bound_json_responses(self._max_message)]},
         )
         stack.push_async_callback(http.aclose)
         assert spec.url is not None
