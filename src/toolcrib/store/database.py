@@ -172,21 +172,27 @@ class Database:
         """A connection whose transaction has begun, retrying a busy database with back-off."""
         pause = _FIRST_PAUSE
         while True:
-            conn: AsyncConnection | None = None
             try:
-                conn = await self.engine.connect()
-                if self.is_sqlite:
-                    conn = await conn.execution_options(**{_BEGIN_OPTION: begin})
-                await conn.begin()
-                return conn
+                return await self._attempt(begin)
             except SQLAlchemyError as exc:
-                if conn is not None:
-                    with anyio.CancelScope(shield=True):
-                        await _quietly_close(conn)
                 if not is_busy(exc) or time.monotonic() + pause > deadline:
                     raise self._translated(exc) from exc
             await anyio.sleep(pause)
             pause = min(_MAX_PAUSE, pause * 2)
+
+    async def _attempt(self, begin: str) -> AsyncConnection:
+        """One connect-and-begin, shielded: a cancellation cannot leave a connection half-opened
+        (checked out of the pool, or holding SQLite's write lock, with no one to close it)."""
+        with anyio.CancelScope(shield=True):
+            conn = await self.engine.connect()
+            try:
+                if self.is_sqlite:
+                    conn = await conn.execution_options(**{_BEGIN_OPTION: begin})
+                await conn.begin()
+            except BaseException:
+                await _quietly_close(conn)
+                raise
+        return conn
 
     def _translated(self, exc: SQLAlchemyError) -> StoreError:
         if is_busy(exc):
@@ -203,12 +209,12 @@ async def _quietly_rollback(conn: AsyncConnection) -> None:
     try:
         if conn.in_transaction():
             await conn.rollback()
-    except SQLAlchemyError:
+    except Exception:  # the driver may fail in its own ways while rolling back
         logger.debug("rollback failed", exc_info=True)
 
 
 async def _quietly_close(conn: AsyncConnection) -> None:
     try:
         await conn.close()
-    except SQLAlchemyError:
+    except Exception:  # the driver may fail in its own ways while closing; nothing is lost
         logger.debug("close failed", exc_info=True)
