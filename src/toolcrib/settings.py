@@ -70,6 +70,19 @@ class Settings(BaseSettings):
     by a process silent for three heartbeats (or, on the same host, whose process id is gone) reads
     ``unknown`` (R-11.1)."""
 
+    store_busy_seconds: float = 15.0
+    """How long a database operation waits for a database locked by another writer (retrying with a
+    growing pause) before it answers ``store_busy``."""
+
+    housekeeping_seconds: float = 60.0
+    """How often expired action handles and stored results are deleted, calls of dead processes
+    marked ``unknown`` and dead processes forgotten. One gateway process at a time does it (it holds
+    a lease in the database)."""
+
+    max_upstream_message_bytes: int = 64 * 1024 * 1024
+    """Largest message accepted from an upstream MCP server (one stdio line, one HTTP response). A
+    larger one is discarded without being held in memory and its call answers ``too_large``."""
+
     handle_ttl_seconds: int = 600
     """Lifetime of an action handle (R-5.10: 10 minutes)."""
 

@@ -31,6 +31,7 @@ from toolcrib.settings import Settings
 from toolcrib.store import connections as conn_store
 from toolcrib.store import handles as handle_store
 from toolcrib.store import instances as instance_store
+from toolcrib.store import leases as lease_store
 from toolcrib.store import policy as policy_store
 from toolcrib.store import results as result_store
 from toolcrib.store.connections import ConnectionRow, StoredTool
@@ -45,6 +46,8 @@ if TYPE_CHECKING:
 __all__ = ["Gateway", "PolicySnapshot"]
 
 logger = logging.getLogger(__name__)
+
+_HOUSEKEEPING = "housekeeping"
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +90,7 @@ class Gateway:
         cls, settings: Settings, *, clock: Callable[[], float] = time.time
     ) -> AsyncIterator[Gateway]:
         """Open the database (migrating it), load catalogs, and run upstream sessions until exit."""
-        db = Database(settings.database_url)
+        db = Database(settings.database_url, busy_seconds=settings.store_busy_seconds)
         try:
             await db.migrate()
             box = SecretBox(load_or_create_key(settings.secret_key, _key_file(settings)))
@@ -103,14 +106,17 @@ class Gateway:
                 connect_timeout=settings.connect_timeout_seconds,
                 backoff=settings.restart_backoff_seconds,
                 idle_stop=settings.idle_stop_seconds,
+                max_message_bytes=settings.max_upstream_message_bytes,
                 on_tools_changed=on_changed,
             ) as upstreams:
                 gateway._upstreams = upstreams
                 upstreams.run_in_background(gateway._heartbeat)
+                upstreams.run_in_background(gateway._housekeeping)
                 try:
                     yield gateway
                 finally:
                     with anyio.CancelScope(shield=True):
+                        await lease_store.release(db, _HOUSEKEEPING, gateway.instance.id)
                         await instance_store.retire(db, gateway.instance)
                     if gateway.jwt_verifier is not None:
                         await gateway.jwt_verifier.aclose()
@@ -142,6 +148,31 @@ class Gateway:
                 await self.recover_orphans()
             except StoreError:
                 logger.warning("heartbeat: the database is unavailable", exc_info=True)
+
+    async def _housekeeping(self) -> None:
+        while True:
+            await anyio.sleep(self.settings.housekeeping_seconds)
+            try:
+                await self.housekeep()
+            except StoreError:
+                logger.warning("housekeeping: the database is unavailable", exc_info=True)
+
+    async def housekeep(self) -> bool:
+        """One round of housekeeping, if this process holds (or takes) the lease; whether it ran.
+
+        Expired handles and stored results are deleted, calls of dead processes read ``unknown``,
+        and dead processes are forgotten. The lease outlives a few rounds, so a holder that dies is
+        replaced after at most three intervals.
+        """
+        now = self.clock()
+        ttl = 3 * self.settings.housekeeping_seconds
+        if not await lease_store.acquire(self.db, _HOUSEKEEPING, self.instance.id, now=now, ttl=ttl):
+            return False
+        await self.purge_expired()
+        await self.recover_orphans()
+        stale_before = self.clock() - 3 * self.settings.heartbeat_seconds
+        await instance_store.prune(self.db, self.instance, stale_before=stale_before)
+        return True
 
     async def sync_from_store(self, *, force: bool = False) -> None:
         """Pick up connections another process changed (the CLI, another replica, R-15.2).

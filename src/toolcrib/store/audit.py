@@ -92,6 +92,6 @@ async def search(db: Database, f: AuditFilter) -> list[AuditEntry]:
         query = query.where(audit.c.started_at >= f.since)
     if f.until is not None:
         query = query.where(audit.c.started_at <= f.until)
-    async with db.begin() as conn:
+    async with db.read() as conn:
         rows = (await conn.execute(query)).all()
     return [AuditEntry(**dict(r._mapping)) for r in rows]

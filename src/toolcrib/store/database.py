@@ -1,76 +1,220 @@
-"""The database: one async engine, schema upgraded by Alembic migrations at start-up (R-15.1)."""
+"""The database: one async engine, schema upgraded by Alembic migrations at start-up (R-15.1).
+
+Every failure of the driver is translated here, at the store boundary: a busy SQLite file is waited
+for (SQLite's own busy timeout, then retries with a growing pause) up to ``busy_seconds`` and then
+answers ``StoreBusy``; any other database failure is a ``StoreError`` whose message names what
+failed, never the SQL or the driver's text (that goes to the log only).
+
+On SQLite a transaction opened with ``begin()`` is ``BEGIN IMMEDIATE``: it takes the write lock when
+it starts, where waiting and retrying are safe because nothing has run yet, instead of upgrading a
+read snapshot half-way (which SQLite refuses at once with "database is locked" when another
+connection wrote meanwhile). ``read()`` opens a plain deferred transaction for read-only work, which
+runs beside a writer.
+"""
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
+import anyio
 from alembic import command
 from alembic.config import Config
 from sqlalchemy import Connection, event
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
-from toolcrib.errors import StoreError
+from toolcrib.errors import StoreBusy, StoreError
 from toolcrib.settings import async_database_url
 
-__all__ = ["Database"]
+__all__ = ["Database", "is_busy"]
+
+logger = logging.getLogger(__name__)
 
 _MIGRATIONS = Path(__file__).parent / "migrations"
+# The database whose write turn the current task holds (so a nested transaction does not wait).
+_turn_holder: ContextVar[Database | None] = ContextVar("toolcrib_write_turn", default=None)
+_BEGIN_OPTION = "toolcrib_begin"
+_FIRST_PAUSE = 0.01
+_MAX_PAUSE = 0.25
+# SQLite's own wait on a locked file, per attempt; attempts repeat until ``busy_seconds`` is spent.
+_SQLITE_WAIT_MS = 1000
 
 
-def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
-    # WAL lets readers run beside the one writer; busy_timeout waits instead of failing under load;
-    # synchronous=FULL makes every committed audit row durable before the answer returns (R-11.1).
-    cursor = dbapi_connection.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute("PRAGMA busy_timeout=10000")
-    cursor.execute("PRAGMA synchronous=FULL")
-    cursor.execute("PRAGMA foreign_keys=ON")
-    cursor.close()
+def is_busy(exc: BaseException) -> bool:
+    """Whether ``exc`` is SQLite's "database is locked / busy" (a retryable contention error)."""
+    if isinstance(exc, PoolTimeout):
+        return True  # every pooled connection is in use: the same contention, one level up
+    orig = exc.orig if isinstance(exc, DBAPIError) else exc
+    name = type(orig).__name__
+    text = str(orig).lower()
+    return name == "OperationalError" and ("database is locked" in text or "database is busy" in text)
+
+
+def _sqlite_pragmas(busy_ms: int) -> Any:
+    def on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # The driver emits no BEGIN of its own; ``_sqlite_begin`` does (the SQLAlchemy recipe).
+        dbapi_connection.isolation_level = None
+        # WAL lets readers run beside the one writer; busy_timeout waits instead of failing at once;
+        # synchronous=FULL makes every committed audit row durable before the answer returns (R-11.1).
+        cursor = dbapi_connection.cursor()
+        cursor.execute(f"PRAGMA busy_timeout={busy_ms}")
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=FULL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.close()
+
+    return on_connect
+
+
+def _sqlite_begin(conn: Connection) -> None:
+    conn.exec_driver_sql(conn.get_execution_options().get(_BEGIN_OPTION, "BEGIN IMMEDIATE"))
 
 
 class Database:
     """An async SQLAlchemy engine over SQLite (default) or PostgreSQL."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, busy_seconds: float = 15.0) -> None:
         self.url = url
+        self.busy_seconds = busy_seconds
         self.is_sqlite = url.startswith("sqlite")
+        self._writers: anyio.Lock | None = anyio.Lock() if self.is_sqlite else None
         if self.is_sqlite:
             path = Path(url.removeprefix("sqlite:///"))
             path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self.engine: AsyncEngine = create_async_engine(async_database_url(url))
         except (SQLAlchemyError, ImportError) as exc:
-            raise StoreError(f"cannot open database {url!r}: {exc}") from exc
+            raise StoreError(f"cannot open the database ({type(exc).__name__})") from exc
         if self.is_sqlite:
-            event.listen(self.engine.sync_engine, "connect", _sqlite_pragmas)
+            busy_ms = max(1, min(_SQLITE_WAIT_MS, int(busy_seconds * 1000)))
+            event.listen(self.engine.sync_engine, "connect", _sqlite_pragmas(busy_ms))
+            event.listen(self.engine.sync_engine, "begin", _sqlite_begin)
 
-    async def migrate(self) -> None:
-        """Upgrade the schema to the newest migration."""
+    async def migrate(self, revision: str = "head") -> None:
+        """Upgrade the schema to ``revision`` (the newest migration by default)."""
 
         def upgrade(sync_connection: Connection) -> None:
             config = Config()
             config.set_main_option("script_location", str(_MIGRATIONS))
             config.attributes["connection"] = sync_connection
-            command.upgrade(config, "head")
+            command.upgrade(config, revision)
 
-        try:
-            async with self.engine.begin() as conn:
-                await conn.run_sync(upgrade)
-        except SQLAlchemyError as exc:
-            raise StoreError(f"cannot migrate database: {exc}") from exc
+        async with self.begin() as conn:
+            await conn.run_sync(upgrade)
 
     @asynccontextmanager
     async def begin(self) -> AsyncIterator[AsyncConnection]:
-        """A connection in a transaction, committed on success; database errors become StoreError."""
+        """A connection in a (write) transaction, committed on success.
+
+        A busy database is waited for up to ``busy_seconds`` (then ``StoreBusy``); every other
+        database failure becomes a ``StoreError`` without SQL.
+        """
+        async with self._transaction("BEGIN IMMEDIATE") as conn:
+            yield conn
+
+    @asynccontextmanager
+    async def read(self) -> AsyncIterator[AsyncConnection]:
+        """A connection in a read-only transaction; it does not wait for a writer on SQLite."""
+        async with self._transaction("BEGIN") as conn:
+            yield conn
+
+    @asynccontextmanager
+    async def _transaction(self, begin: str) -> AsyncIterator[AsyncConnection]:
+        deadline = time.monotonic() + self.busy_seconds
+        async with self._writer_turn(begin, deadline):
+            conn = await self._connect(begin, deadline)
+            async with self._committed(conn) as live:
+                yield live
+
+    @asynccontextmanager
+    async def _writer_turn(self, begin: str, deadline: float) -> AsyncIterator[None]:
+        """On SQLite, this process's writers take turns here (first come, first served) instead of
+        each holding a pooled connection while SQLite's busy handler polls; a nested transaction
+        of the same task does not wait for itself."""
+        if self._writers is None or begin == "BEGIN" or _turn_holder.get() is self:
+            yield
+            return
+        with anyio.move_on_after(max(0.0, deadline - time.monotonic())) as waited:
+            await self._writers.acquire()
+        if waited.cancelled_caught:
+            logger.warning("database busy: no write turn within %g s", self.busy_seconds)
+            raise StoreBusy(f"the database stayed busy for over {self.busy_seconds:g} s; retry the call")
+        token = _turn_holder.set(self)
         try:
-            async with self.engine.begin() as conn:
-                yield conn
-        except SQLAlchemyError as exc:
-            raise StoreError(f"database error: {exc}") from exc
+            yield
+        finally:
+            _turn_holder.reset(token)
+            self._writers.release()
+
+    @asynccontextmanager
+    async def _committed(self, conn: AsyncConnection) -> AsyncIterator[AsyncConnection]:
+        try:
+            yield conn
+            await conn.commit()
+        except BaseException as exc:
+            with anyio.CancelScope(shield=True):
+                await _quietly_rollback(conn)
+            if isinstance(exc, SQLAlchemyError):
+                raise self._translated(exc) from exc
+            raise
+        finally:
+            with anyio.CancelScope(shield=True):
+                await _quietly_close(conn)
+
+    async def _connect(self, begin: str, deadline: float) -> AsyncConnection:
+        """A connection whose transaction has begun, retrying a busy database with back-off."""
+        pause = _FIRST_PAUSE
+        while True:
+            try:
+                return await self._attempt(begin)
+            except SQLAlchemyError as exc:
+                if not is_busy(exc) or time.monotonic() + pause > deadline:
+                    raise self._translated(exc) from exc
+            await anyio.sleep(pause)
+            pause = min(_MAX_PAUSE, pause * 2)
+
+    async def _attempt(self, begin: str) -> AsyncConnection:
+        """One connect-and-begin, shielded: a cancellation cannot leave a connection half-opened
+        (checked out of the pool, or holding SQLite's write lock, with no one to close it)."""
+        with anyio.CancelScope(shield=True):
+            conn = await self.engine.connect()
+            try:
+                if self.is_sqlite:
+                    conn = await conn.execution_options(**{_BEGIN_OPTION: begin})
+                await conn.begin()
+            except BaseException:
+                await _quietly_close(conn)
+                raise
+        return conn
+
+    def _translated(self, exc: SQLAlchemyError) -> StoreError:
+        if is_busy(exc):
+            logger.warning("database busy for over %g s: %s", self.busy_seconds, exc)
+            return StoreBusy(f"the database stayed busy for over {self.busy_seconds:g} s; retry the call")
+        logger.error("database error: %s", exc)
+        return StoreError(f"the database failed ({type(exc).__name__}); the details are in the log")
 
     async def close(self) -> None:
         await self.engine.dispose()
+
+
+async def _quietly_rollback(conn: AsyncConnection) -> None:
+    try:
+        if conn.in_transaction():
+            await conn.rollback()
+    except Exception:  # the driver may fail in its own ways while rolling back
+        logger.debug("rollback failed", exc_info=True)
+
+
+async def _quietly_close(conn: AsyncConnection) -> None:
+    try:
+        await conn.close()
+    except Exception:  # the driver may fail in its own ways while closing; nothing is lost
+        logger.debug("close failed", exc_info=True)

@@ -42,7 +42,7 @@ async def insert_handles(db: Database, rows: Sequence[HandleRow]) -> None:
 
 
 async def get_handle(db: Database, handle_id: str) -> HandleRow | None:
-    async with db.begin() as conn:
+    async with db.read() as conn:
         r = (await conn.execute(select(handles).where(handles.c.id == handle_id))).first()
     if r is None:
         return None

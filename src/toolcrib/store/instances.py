@@ -14,7 +14,10 @@ from sqlalchemy import delete, false, insert, or_, select, update
 from toolcrib.store.database import Database
 from toolcrib.store.tables import audit, instances
 
-__all__ = ["Instance"]
+__all__ = ["PENDING_OWNERS", "Instance"]
+
+# The scan every heartbeat runs (served by the index ix_audit_outcome_instance).
+PENDING_OWNERS = select(audit.c.instance).where(audit.c.outcome == "pending").distinct()
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,8 +45,13 @@ async def register(db: Database, me: Instance, now: float) -> None:
 
 
 async def beat(db: Database, me: Instance, now: float) -> None:
+    """Record that ``me`` is alive; a row pruned meanwhile (a long pause) is written again."""
     async with db.begin() as conn:
-        await conn.execute(update(instances).where(instances.c.id == me.id).values(heartbeat_at=now))
+        done = await conn.execute(update(instances).where(instances.c.id == me.id).values(heartbeat_at=now))
+        if not done.rowcount:
+            await conn.execute(
+                insert(instances).values(id=me.id, host=me.host, pid=me.pid, started_at=now, heartbeat_at=now)
+            )
 
 
 async def retire(db: Database, me: Instance) -> None:
@@ -54,9 +62,7 @@ async def retire(db: Database, me: Instance) -> None:
 async def recover_orphans(db: Database, me: Instance, *, stale_before: float) -> int:
     """Mark ``unknown`` every pending audit row whose process is gone; returns how many."""
     async with db.begin() as conn:
-        owners = set(
-            (await conn.execute(select(audit.c.instance).where(audit.c.outcome == "pending"))).scalars()
-        )
+        owners = set((await conn.execute(PENDING_OWNERS)).scalars())
         if not owners:
             return 0
         known = {r.id: r for r in (await conn.execute(select(instances))).all()}
@@ -81,4 +87,13 @@ async def recover_orphans(db: Database, me: Instance, *, stale_before: float) ->
             update(audit).where(audit.c.outcome == "pending", owned_by_dead).values(outcome="unknown")
         )
         await conn.execute(delete(instances).where(instances.c.id.in_(gone)))
+    return int(result.rowcount)
+
+
+async def prune(db: Database, me: Instance, *, stale_before: float) -> int:
+    """Forget processes silent since ``stale_before`` (their pending calls already read unknown)."""
+    async with db.begin() as conn:
+        result = await conn.execute(
+            delete(instances).where(instances.c.heartbeat_at < stale_before, instances.c.id != me.id)
+        )
     return int(result.rowcount)

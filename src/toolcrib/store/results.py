@@ -39,7 +39,7 @@ async def insert_result(db: Database, row: ResultRow) -> None:
 
 
 async def get_result(db: Database, result_id: str) -> ResultRow | None:
-    async with db.begin() as conn:
+    async with db.read() as conn:
         r = (await conn.execute(select(results).where(results.c.id == result_id))).first()
     if r is None:
         return None

@@ -24,6 +24,7 @@ __all__ = [
     "grants",
     "handles",
     "instances",
+    "leases",
     "members",
     "metadata",
     "overrides",
@@ -146,6 +147,7 @@ audit = Table(
     Index("ix_audit_member", "member"),
     Index("ix_audit_account", "account"),
     Index("ix_audit_started_at", "started_at"),
+    Index("ix_audit_outcome_instance", "outcome", "instance"),  # the pending-row scan
 )
 
 instances = Table(
@@ -156,6 +158,15 @@ instances = Table(
     Column("pid", Integer, nullable=False),
     Column("started_at", Float, nullable=False),
     Column("heartbeat_at", Float, nullable=False),
+    Index("ix_instances_heartbeat_at", "heartbeat_at"),
+)
+
+leases = Table(
+    "leases",
+    metadata,
+    Column("name", String(40), primary_key=True),  # e.g. "housekeeping"
+    Column("holder", String(40), nullable=False),  # the gateway instance holding it
+    Column("expires_at", Float, nullable=False),
 )
 
 results = Table(
@@ -169,4 +180,5 @@ results = Table(
     Column("payload", Text, nullable=False),
     Column("created_at", Float, nullable=False),
     UniqueConstraint("id", name="uq_results_id"),
+    Index("ix_results_created_at", "created_at"),
 )

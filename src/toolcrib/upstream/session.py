@@ -23,13 +23,15 @@ import httpx2
 import mcp_types as types
 from anyio.abc import TaskGroup
 from mcp.client import Client
-from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import CONNECTION_CLOSED
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from toolcrib.errors import UpstreamAuthFailed, UpstreamError, UpstreamTimeout
+from toolcrib.errors import TooLarge, UpstreamAuthFailed, UpstreamError, UpstreamTimeout
+from toolcrib.upstream.framing import is_too_large
+from toolcrib.upstream.http_bound import bound_json_responses, is_bounded_refusal
+from toolcrib.upstream.stdio import stdio_transport
 
 __all__ = ["UpstreamSession", "UpstreamSpec"]
 
@@ -39,6 +41,7 @@ _MAX_BACKOFF = 30.0
 _MAX_PAGES = 100
 _REDACTED = "[REDACTED]"
 _MIN_SECRET_LENGTH = 6  # as toolcrib.gateway.shaping.MIN_SECRET_LENGTH
+_DEFAULT_MAX_MESSAGE = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +78,16 @@ class UpstreamSpec:
         return text
 
 
+def _too_large(exc: MCPError) -> bool:
+    """An answer refused for its size: a stdio line (``framing``), an HTTP JSON body
+    (``http_bound``), or a server-sent event over the SDK's ``max_sse_event_size`` (httpx2's text)."""
+    return (
+        is_too_large(exc.code, exc.data)
+        or is_bounded_refusal(exc.code, exc.message)
+        or (exc.code == CONNECTION_CLOSED and "byte limit" in exc.message)
+    )
+
+
 class UpstreamSession:
     """A supervised client session to one upstream."""
 
@@ -86,9 +99,11 @@ class UpstreamSession:
         call_timeout: float,
         connect_timeout: float,
         backoff: float,
+        max_message_bytes: int = _DEFAULT_MAX_MESSAGE,
         on_tools_changed: Callable[[str], Coroutine[Any, Any, None]] | None = None,
     ) -> None:
         self.spec = spec
+        self._max_message = max_message_bytes
         self._tg = task_group
         self._call_timeout = call_timeout
         self._connect_timeout = connect_timeout
@@ -144,6 +159,10 @@ class UpstreamSession:
         except TimeoutError as exc:
             raise UpstreamTimeout(f"{self.spec.name}: {what} did not answer within {seconds:g} s") from exc
         except MCPError as exc:
+            if _too_large(exc):
+                raise TooLarge(
+                    f"{self.spec.name}: the answer to {what} is over the limit of {self._max_message} bytes"
+                ) from exc
             if exc.code != CONNECTION_CLOSED:
                 text = f"{self.spec.name}: {what} failed: {exc.message}"
                 raise UpstreamError(self.spec.redact(text)) from exc
@@ -231,8 +250,9 @@ class UpstreamSession:
                 self._stderr.close()
             # Kept open after the process ends: its last line is the readable failure reason.
             self._stderr = tempfile.TemporaryFile()  # noqa: SIM115
-            params = StdioServerParameters(command=spec.command[0], args=list(spec.command[1:]), env=spec.env)
-            return stdio_client(params, errlog=self._stderr)  # type: ignore[arg-type]
+            return stdio_transport(
+                spec.command, env=spec.env, errlog=self._stderr, max_message_bytes=self._max_message
+            )
         self._refused_status = None
 
         async def note_refusal(response: httpx2.Response) -> None:
@@ -240,13 +260,13 @@ class UpstreamSession:
                 self._refused_status = response.status_code
 
         http = httpx2.AsyncClient(
-            headers=spec.headers,
+            headers={"Accept-Encoding": "identity", **spec.headers},
             timeout=httpx2.Timeout(self._call_timeout, read=None),
-            event_hooks={"response": [note_refusal]},
+            event_hooks={"response": [note_refusal, bound_json_responses(self._max_message)]},
         )
         stack.push_async_callback(http.aclose)
         assert spec.url is not None
-        return streamable_http_client(spec.url, http_client=http)
+        return streamable_http_client(spec.url, http_client=http, max_sse_event_size=self._max_message)
 
     @staticmethod
     def _announces_tool_changes(client: Client) -> bool:

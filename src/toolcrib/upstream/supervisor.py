@@ -26,10 +26,16 @@ class Upstreams:
         connect_timeout: float,
         backoff: float,
         idle_stop: float,
+        max_message_bytes: int = 64 * 1024 * 1024,
         on_tools_changed: Callable[[str], Coroutine[Any, Any, None]] | None = None,
     ) -> None:
         self._tg = task_group
-        self._options = {"call_timeout": call_timeout, "connect_timeout": connect_timeout, "backoff": backoff}
+        self._options: dict[str, Any] = {
+            "call_timeout": call_timeout,
+            "connect_timeout": connect_timeout,
+            "backoff": backoff,
+            "max_message_bytes": max_message_bytes,
+        }
         self._idle_stop = idle_stop
         self._on_tools_changed = on_tools_changed
         self._sessions: dict[str, UpstreamSession] = {}
