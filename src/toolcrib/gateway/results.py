@@ -6,6 +6,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import anyio
+
 from toolcrib.auth.tokens import new_result_id
 from toolcrib.errors import NotFound, Restricted
 from toolcrib.gateway import reach
@@ -80,21 +82,30 @@ async def shape_and_store(
     connector: str,
 ) -> dict[str, Any]:
     """Drop the protocol's own ``_meta`` keys, redact, then cap (step 16); a cut result is kept in
-    full and named (R-12.3)."""
-    shaped = shape_result(without_protocol_meta(raw), secrets=secrets)
-    if not shaped.truncated or shaped.full is None:
-        return shaped.result
+    full and named (R-12.3). The walk over the result (megabytes, from an upstream) runs in a worker
+    thread: the event loop only waits."""
+    result, full = await anyio.to_thread.run_sync(_shaped, raw, tuple(secrets))
+    if full is None:
+        return result
     row = ResultRow(
         id=new_result_id(),
         member=principal.member,
         operation=operation,
         account=account,
         connector=connector,
-        payload=json.dumps(shaped.full, ensure_ascii=False),
+        payload=full,
         created_at=gw.clock(),
     )
     await store.insert_result(gw.db, row)
-    return attach_result_id(shaped.result, row.id)
+    return attach_result_id(result, row.id)
+
+
+def _shaped(raw: Mapping[str, Any], secrets: tuple[str, ...]) -> tuple[dict[str, Any], str | None]:
+    """The shaped result, and the full one as JSON when it was cut (else None)."""
+    shaped = shape_result(without_protocol_meta(raw), secrets=secrets)
+    if not shaped.truncated or shaped.full is None:
+        return shaped.result, None
+    return shaped.result, json.dumps(shaped.full, ensure_ascii=False)
 
 
 async def read_result(
