@@ -184,11 +184,16 @@ async def test_r13_3_a_reason_stored_before_redaction_is_redacted_on_read(org: O
     assert row.status == "active"
     try:
         await conn_store.set_status(org.gw.db, "legacy", "error", f"boom: key {SECRET} sess {JWT_SHAPED}")
+        await org.gw.sync_from_store(force=True)
         member = await org.token("mia")
+        inactive = await org.execute(member, "legacy__echo_message", {"message": "hi"})
+        diagnosed = await org.call(org.owner, PREFIX + "tools__diagnose", {"name": "legacy__echo_message"})
         for text in (
             json.dumps(await org.control(member, "connections__list")),
             (await rest(org, member, "connections__get", {"name": "legacy"})).text,
             json.dumps(await cli_list(org)),
+            json.dumps(inactive.structured_content),
+            json.dumps(diagnosed.structured_content),
         ):
             assert "boom: key [REDACTED]" in text
             assert SECRET not in text

@@ -234,14 +234,19 @@ def _shown(gw: Gateway, row: ConnectionRow, viewer: Principal | None) -> Connect
     if broken is not None:
         connector = row.connector if isinstance(row.connector, str) else "?"
         return replace(row, connector=connector, command=None, url=None, status="error", reason=broken)
-    reason = row.reason
-    if reason:
-        try:
-            reason = spec_of(gw, row).redact(reason)
-        except ConfigError:  # the secrets cannot be opened with this key: credential shapes at least
-            reason = redact_text(reason, [])
     owner = viewer is None or viewer.role == "owner"
-    return replace(row, reason=reason, command=row.command if owner else None)
+    return replace(row, reason=shown_reason(gw, row), command=row.command if owner else None)
+
+
+def shown_reason(gw: Gateway, row: ConnectionRow) -> str | None:
+    """The status reason of ``row`` as anyone may read it: redacted like its results (R-13.3), so a
+    reason stored before reasons were redacted shows no secret either, on any path that shows it."""
+    if not row.reason:
+        return row.reason
+    try:
+        return spec_of(gw, row).redact(row.reason)
+    except ConfigError:  # the secrets cannot be opened with this key: credential shapes at least
+        return redact_text(row.reason, [])
 
 
 async def list_connections(gw: Gateway, principal: Principal | None = None) -> list[ConnectionRow]:

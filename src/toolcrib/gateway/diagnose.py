@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from toolcrib.gateway import reach
+from toolcrib.gateway.connections import shown_reason
 from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.search import visibility_of
 from toolcrib.policy.gates import Principal
@@ -36,7 +37,8 @@ async def diagnose(gw: Gateway, principal: Principal, name: str) -> dict[str, An
     checks.append(f"connection {account} exists")
     if row.status != "active":
         return stop(
-            "connection_active", f"Connection {account} is {row.status} ({row.reason}): reconnect it."
+            "connection_active",
+            f"Connection {account} is {row.status} ({shown_reason(gw, row)}): reconnect it.",
         )
     checks.append(f"connection {account} is active")
     if tool and tool not in gw.catalogs.get(account, {}):

@@ -23,7 +23,7 @@ from toolcrib.errors import (
     UpstreamTimeout,
 )
 from toolcrib.gateway import audit, reach
-from toolcrib.gateway.connections import spec_of
+from toolcrib.gateway.connections import shown_reason, spec_of
 from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.handles import resolve_handle
 from toolcrib.gateway.reach import Path
@@ -152,7 +152,7 @@ def _locate(gw: Gateway, public_name: str) -> tuple[ConnectionRow, StoredTool]:
     if not sep or row is None:
         raise NotFound(f"no connected tool named {public_name!r}; find tools with search")
     if row.status != "active":
-        raise ConnectionInactive(account, row.status, row.reason)
+        raise ConnectionInactive(account, row.status, shown_reason(gw, row))
     stored = gw.catalogs.get(account, {}).get(name)
     if stored is None:
         raise NotFound(f"no connected tool named {public_name!r}; find tools with search")
