@@ -121,9 +121,9 @@ async def test_r5_8_a_model_that_cannot_load_leaves_search_on_words_and_healthz_
 
 
 async def test_r5_8_meaning_off_by_setting_is_reported_down(tmp_path: Path) -> None:
-    async with open_gateway(settings_for(tmp_path, semantic=False)) as gw, serve(gw) as base:
-        async with httpx2.AsyncClient(timeout=30) as http:
-            _, health = await _healthz(http, base)
+    settings = settings_for(tmp_path, semantic=False)
+    async with open_gateway(settings) as gw, serve(gw) as base, httpx2.AsyncClient(timeout=30) as http:
+        _, health = await _healthz(http, base)
     assert health["meaning"] == "down"
     assert health["reason"]
 
