@@ -30,6 +30,7 @@ from toolcrib.policy.classify import classify
 from toolcrib.policy.rules import Rule
 from toolcrib.search.index import SearchDoc
 from toolcrib.search.semantic import Encoder
+from toolcrib.search.semantic import load_encoder as packaged_encoder
 from toolcrib.settings import Settings
 from toolcrib.store import connections as conn_store
 from toolcrib.store import handles as handle_store
@@ -100,7 +101,7 @@ class Gateway:
         settings: Settings,
         *,
         clock: Callable[[], float] = time.time,
-        load_encoder: Callable[[], tuple[Encoder | None, str | None]] | None = None,
+        load_encoder: Callable[[], tuple[Encoder | None, str | None]] = packaged_encoder,
     ) -> AsyncIterator[Gateway]:
         """Open the database (migrating it), load catalogs, and run upstream sessions until exit.
 
@@ -111,12 +112,8 @@ class Gateway:
         try:
             await db.migrate()
             box = SecretBox(load_or_create_key(settings.secret_key, _key_file(settings)))
-            loaded = await (
-                load_meaning(settings.semantic)
-                if load_encoder is None
-                else load_meaning(settings.semantic, load_encoder)
-            )
-            gateway = cls(settings, db, box, clock=clock, meaning=loaded)
+            meaning = await load_meaning(settings.semantic, load_encoder)
+            gateway = cls(settings, db, box, clock=clock, meaning=meaning)
             await gateway._load()
             from toolcrib.gateway.connections import sync_connection
 
