@@ -52,6 +52,14 @@ class CardCache:
                 self.built += 1
             self._cards[record.public_name] = held
 
+    def put(self, record: ExactRecord, risk: str, frozen: Collection[str], card: dict[str, Any]) -> None:
+        """Keep a card just built by ``build_card(record, risk=risk, frozen=frozen)`` (a sync does)."""
+        held = self._cards.get(record.public_name)
+        if held is None or held[0] is not record:
+            held = (record, {})
+        held[1][(risk, frozenset(frozen))] = copy.deepcopy(card)
+        self._cards[record.public_name] = held
+
     def forget(self, public_names: Iterable[str]) -> None:
         for name in public_names:
             self._cards.pop(name, None)

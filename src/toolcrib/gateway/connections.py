@@ -132,7 +132,9 @@ async def sync_connection(gw: Gateway, name: str) -> ConnectionRow:
         for record in records:
             item = StoredTool(record=record, card=None, refused=record.refused)
             if record.refused is None:
-                item.card = build_card(record, risk=gw.risk_of(policy, item))
+                risk = gw.risk_of(policy, item)
+                item.card = build_card(record, risk=risk)
+                gw.cards.put(record, risk, (), item.card)  # the live card too, unless a value is frozen
             stored.append(item)
         return stored
 
