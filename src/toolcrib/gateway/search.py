@@ -11,6 +11,7 @@ from toolcrib.gateway import reach
 from toolcrib.gateway.core import Gateway, PolicySnapshot
 from toolcrib.gateway.handles import issue_handles
 from toolcrib.policy.gates import Principal, Visibility, require_execute, require_tools_scope, visibility
+from toolcrib.search.index import Hit
 from toolcrib.search.semantic import MAX_QUERY_CHARACTERS
 
 __all__ = ["flat_listing_bytes", "search_tools", "visibility_of"]
@@ -71,25 +72,39 @@ async def search_tools(gw: Gateway, principal: Principal, query: str, limit: int
         visible=lambda name: where(name) == "visible",
         withheld=lambda name: where(name) == "restricted",
     )
-    located = [(hit, pair) for hit in found.hits if (pair := gw.lookup(hit.public_name)) is not None]
-    wanted = [
-        (stored.record, gw.risk_of(policy, stored), policy.frozen_for(row.name, stored.record.name).keys())
-        for _, (row, stored) in located
-    ]
-    if any(gw.cards.get(*want) is None for want in wanted):
-        await anyio.to_thread.run_sync(gw.cards.build, wanted)  # a policy change made them missing
-    cards: list[dict[str, Any]] = []
-    pinned: list[tuple[str, str]] = []
-    for (hit, _), want in zip(located, wanted, strict=True):
-        card = gw.cards.get(*want)
-        if card is None:  # the catalog changed under this search: the tool is no longer there
-            continue
-        card["confidence"] = hit.confidence
-        cards.append(card)
-        pinned.append((want[0].public_name, want[0].schema_hash))
+    cards, pinned = await _cards_for(gw, policy, found.hits)
     for card, handle in zip(cards, await issue_handles(gw, principal.member, pinned), strict=True):
         card["action_id"] = handle
     flags = {"query_truncated": True} if truncated else {}
     return fit_search_response(
         cards, restricted=found.restricted, not_connected=found.not_connected or None, flags=flags
     )
+
+
+async def _cards_for(
+    gw: Gateway, policy: PolicySnapshot, hits: list[Hit]
+) -> tuple[list[dict[str, Any]], list[tuple[str, str]]]:
+    """The hits' cards from the card cache, and the (public name, schema hash) each handle pins.
+
+    A card is missing only when a policy change (classification, frozen values) made it another
+    card: those are built once, in a worker thread, and cached.
+    """
+    located = [(hit, pair) for hit in hits if (pair := gw.lookup(hit.public_name)) is not None]
+    wanted = [
+        (stored.record, gw.risk_of(policy, stored), policy.frozen_for(row.name, stored.record.name).keys())
+        for _, (row, stored) in located
+    ]
+    found = [gw.cards.get(*want) for want in wanted]
+    missing = [want for want, card in zip(wanted, found, strict=True) if card is None]
+    if missing:
+        await anyio.to_thread.run_sync(gw.cards.build, missing)
+        found = [card or gw.cards.get(*want) for want, card in zip(wanted, found, strict=True)]
+    cards: list[dict[str, Any]] = []
+    pinned: list[tuple[str, str]] = []
+    for (hit, _), want, card in zip(located, wanted, found, strict=True):
+        if card is None:  # the catalog changed under this search: the tool is no longer there
+            continue
+        card["confidence"] = hit.confidence
+        cards.append(card)
+        pinned.append((want[0].public_name, want[0].schema_hash))
+    return cards, pinned
