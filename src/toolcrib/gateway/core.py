@@ -165,15 +165,19 @@ class Gateway:
             except StoreError:
                 logger.warning("heartbeat: the database is unavailable", exc_info=True)
 
-    async def sync_from_store(self, *, force: bool = False) -> None:
+    async def sync_from_store(self, *, force: bool = False, wait: bool = True) -> None:
         """Pick up connections another process changed (the CLI, another replica, R-15.2).
 
         Polls the connections table at most every ``catalog_poll_seconds``; a connection whose
         catalog version, status, label or update time differs from what this process holds has its
-        catalog reloaded from the store, and one that is gone is forgotten.
+        catalog reloaded from the store, and one that is gone is forgotten. With ``wait`` false
+        (search), a poll that would queue behind a catalog being installed (encoding a large
+        catalog takes seconds) is left to a later call: the search answers from the index as it is.
         """
         now = time.monotonic()
         if not force and now - self._last_poll < self.settings.catalog_poll_seconds:
+            return
+        if not wait and self._installing.locked():
             return
         self._last_poll = now
         rows = {row.name: row for row in await conn_store.list_connections(self.db)}

@@ -57,7 +57,7 @@ async def search_tools(gw: Gateway, principal: Principal, query: str, limit: int
     require_execute(principal)
     require_tools_scope(principal)
     limit = max(1, min(MAX_LIMIT, int(limit)))
-    await gw.sync_from_store()
+    await gw.sync_from_store(wait=False)  # never queue behind a catalog being indexed
     policy = await gw.policy()
     seen: dict[str, Visibility] = {}
 
