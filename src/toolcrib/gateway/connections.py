@@ -7,6 +7,8 @@ from dataclasses import replace
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+import anyio
+
 from toolcrib.catalog.cards import build_card
 from toolcrib.catalog.normalize import normalize_catalog
 from toolcrib.errors import (
@@ -175,17 +177,25 @@ async def sync_connection(gw: Gateway, name: str) -> ConnectionRow:
     spec = spec_of(gw, row)
     try:
         raw = await gw.upstreams.session(spec).list_tools()
-        records = normalize_catalog(row.name, row.connector, raw)
+        # Normalizing and carding a catalog is CPU work per tool: never on the event loop.
+        records = await anyio.to_thread.run_sync(normalize_catalog, row.name, row.connector, raw)
     except (InBandError, CatalogRefused) as exc:
         status = "needs_reauth" if isinstance(exc, UpstreamAuthFailed) else "error"
         return await _failed(gw, name, status, spec.redact(exc.message))  # redacted before stored
     policy = await gw.policy()
-    stored = []
-    for record in records:
-        item = StoredTool(record=record, card=None, refused=record.refused)
-        if record.refused is None:
-            item.card = build_card(record, risk=gw.risk_of(policy, item))
-        stored.append(item)
+
+    def carded() -> list[StoredTool]:
+        stored = []
+        for record in records:
+            item = StoredTool(record=record, card=None, refused=record.refused)
+            if record.refused is None:
+                risk = gw.risk_of(policy, item)
+                item.card = build_card(record, risk=risk)
+                gw.cards.put(record, risk, (), item.card)  # the live card too, unless a value is frozen
+            stored.append(item)
+        return stored
+
+    stored = await anyio.to_thread.run_sync(carded)
     refused = [s for s in stored if s.refused]
     reason = f"{len(refused)} tool(s) refused: " + "; ".join(
         f"{s.record.name}: {s.refused}" for s in refused[:3]
@@ -195,7 +205,7 @@ async def sync_connection(gw: Gateway, name: str) -> ConnectionRow:
     )
     fresh = await store.get_connection(gw.db, name)
     assert fresh is not None
-    gw.install_catalog(fresh, stored)
+    await gw.install_catalog(fresh, stored)
     return fresh
 
 
@@ -204,7 +214,7 @@ async def _failed(gw: Gateway, name: str, status: str, reason: str) -> Connectio
     await store.set_status(gw.db, name, status, reason)
     fresh = await store.get_connection(gw.db, name)
     assert fresh is not None
-    gw.install_catalog(fresh, await store.load_catalog(gw.db, name))
+    await gw.install_catalog(fresh, await store.load_catalog(gw.db, name))
     return fresh
 
 
@@ -276,7 +286,7 @@ async def remove_connection(gw: Gateway, name: str) -> None:
     await gw.upstreams.discard(name)
     if not await store.delete_connection(gw.db, name):
         raise NotFound(f"no connection named {name!r}")
-    gw.forget_connection(name)
+    await gw.forget_connection(name)
 
 
 def connection_view(row: ConnectionRow) -> dict[str, Any]:

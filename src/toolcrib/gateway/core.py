@@ -1,9 +1,10 @@
 """The gateway: the state every use case works on, opened once per process.
 
-It holds the database, the supervised upstream sessions, the in-memory catalogs and search index,
-and a policy snapshot (restrictions, classification overrides, frozen parameters) cached for the
-policy cache time (R-7.6). The use cases live in their own modules (``connections``, ``search``,
-``execute``, ``members``, ``control``, ...) and take a ``Gateway`` as first argument.
+It holds the database, the supervised upstream sessions, the in-memory catalogs, the search index
+(used only from worker threads, see ``meaning``) with its cards (see ``cards``), and a policy
+snapshot (restrictions, classification overrides, frozen parameters) cached for the policy cache
+time (R-7.6). The use cases live in their own modules (``connections``, ``search``, ``execute``,
+``members``, ``control``, ...) and take a ``Gateway`` as first argument.
 """
 
 from __future__ import annotations
@@ -23,10 +24,13 @@ import anyio
 from toolcrib.auth.tokens import new_instance_id
 from toolcrib.catalog.records import ExactRecord, canonical_json
 from toolcrib.errors import StoreError
+from toolcrib.gateway.cards import CardCache
+from toolcrib.gateway.meaning import LiveIndex, Meaning, load_meaning
 from toolcrib.policy.classify import classify
 from toolcrib.policy.rules import Rule
-from toolcrib.search.index import SearchIndex
-from toolcrib.search.semantic import load_encoder
+from toolcrib.search.index import SearchDoc
+from toolcrib.search.semantic import Encoder
+from toolcrib.search.semantic import load_encoder as packaged_encoder
 from toolcrib.settings import Settings
 from toolcrib.store import connections as conn_store
 from toolcrib.store import handles as handle_store
@@ -67,13 +71,22 @@ class Gateway:
     """Everything one gateway process shares between requests."""
 
     def __init__(
-        self, settings: Settings, db: Database, box: SecretBox, *, clock: Callable[[], float] = time.time
+        self,
+        settings: Settings,
+        db: Database,
+        box: SecretBox,
+        *,
+        clock: Callable[[], float] = time.time,
+        meaning: Meaning | None = None,
     ) -> None:
         self.settings = settings
         self.db = db
         self.box = box
         self.clock = clock
-        self.index = SearchIndex(encoder=load_encoder()[0] if settings.semantic else None)
+        self.meaning = meaning or Meaning(None, "not loaded")
+        self.index = LiveIndex(self.meaning)
+        self.cards = CardCache()
+        self._installing = anyio.Lock()  # catalogs are installed one at a time, in call order
         self.connections: dict[str, ConnectionRow] = {}
         self.catalogs: dict[str, dict[str, StoredTool]] = {}
         self.listing_bytes: dict[str, int] = {}  # public name -> bytes of its flat tools/list entry
@@ -87,14 +100,23 @@ class Gateway:
     @classmethod
     @asynccontextmanager
     async def open(
-        cls, settings: Settings, *, clock: Callable[[], float] = time.time
+        cls,
+        settings: Settings,
+        *,
+        clock: Callable[[], float] = time.time,
+        load_encoder: Callable[[], tuple[Encoder | None, str | None]] = packaged_encoder,
     ) -> AsyncIterator[Gateway]:
-        """Open the database (migrating it), load catalogs, and run upstream sessions until exit."""
+        """Open the database (migrating it), load catalogs, and run upstream sessions until exit.
+
+        The encoder of the meaning channel is loaded in a worker thread (``load_encoder`` replaces
+        the packaged one's loader); when it cannot load, search runs on words (R-5.8).
+        """
         db = Database(settings.database_url, busy_seconds=settings.store_busy_seconds)
         try:
             await db.migrate()
             box = SecretBox(load_or_create_key(settings.secret_key, _key_file(settings)))
-            gateway = cls(settings, db, box, clock=clock)
+            meaning = await load_meaning(settings.semantic, load_encoder)
+            gateway = cls(settings, db, box, clock=clock, meaning=meaning)
             await gateway._load()
             from toolcrib.gateway.connections import sync_connection
 
@@ -174,26 +196,30 @@ class Gateway:
         await instance_store.prune(self.db, self.instance, stale_before=stale_before)
         return True
 
-    async def sync_from_store(self, *, force: bool = False) -> None:
+    async def sync_from_store(self, *, force: bool = False, wait: bool = True) -> None:
         """Pick up connections another process changed (the CLI, another replica, R-15.2).
 
         Polls the connections table at most every ``catalog_poll_seconds``; a connection whose
         catalog version, status, label or update time differs from what this process holds has its
-        catalog reloaded from the store, and one that is gone is forgotten.
+        catalog reloaded from the store, and one that is gone is forgotten. With ``wait`` false
+        (search), a poll that would queue behind a catalog being installed (encoding a large
+        catalog takes seconds) is left to a later call: the search answers from the index as it is.
         """
         now = time.monotonic()
         if not force and now - self._last_poll < self.settings.catalog_poll_seconds:
             return
+        if not wait and self._installing.locked():
+            return
         self._last_poll = now
         rows = {row.name: row for row in await conn_store.list_connections(self.db)}
         for name in set(self.connections) - set(rows):
-            self.forget_connection(name)
+            await self.forget_connection(name)
             if self._upstreams is not None:
                 await self._upstreams.discard(name)
         for name, row in rows.items():
             held = self.connections.get(name)
             if held is None or _version(held) != _version(row):
-                self.install_catalog(row, await conn_store.load_catalog(self.db, name))
+                await self.install_catalog(row, await conn_store.load_catalog(self.db, name))
 
     async def purge_expired(self) -> None:
         """Forget action handles and stored results past their lifetime (R-5.10, R-12.3)."""
@@ -201,20 +227,42 @@ class Gateway:
         await handle_store.purge_handles(self.db, now - self.settings.handle_ttl_seconds)
         await result_store.purge_results(self.db, now - self.settings.result_ttl_seconds)
 
-    def install_catalog(self, row: ConnectionRow, stored: list[StoredTool]) -> None:
-        """Make ``stored`` the live catalog of ``row`` (only active connections are searchable)."""
-        from toolcrib.search.index import SearchDoc
+    async def install_catalog(self, row: ConnectionRow, stored: list[StoredTool]) -> None:
+        """Make ``stored`` the live catalog of ``row`` (only active connections are searchable).
 
-        self.connections[row.name] = row
-        usable = {s.record.name: s for s in stored if s.refused is None}
-        for old in self.catalogs.get(row.name, {}).values():
-            self.listing_bytes.pop(old.record.public_name, None)
-        self.catalogs[row.name] = usable
-        for s in usable.values():
-            self.listing_bytes[s.record.public_name] = _listing_entry_bytes(s.record)
-        if row.status != "active":
-            self.index.remove_account(row.name)
-            return
+        Everything that costs CPU per tool (search documents, flat-listing sizes, cards, vectors)
+        is computed in worker threads, the vectors taken from the store's cache where it has them;
+        the event loop only swaps the results in.
+        """
+        async with self._installing:
+            usable = {s.record.name: s for s in stored if s.refused is None}
+            policy = await self.policy()
+            active = row.status == "active"
+            docs, listing = await anyio.to_thread.run_sync(self._prepare, row, usable, policy, active)
+            vectors = await self.index.tool_vectors(self.db, docs) if active else None
+            self.connections[row.name] = row
+            old = self.catalogs.get(row.name, {})
+            for gone in old.values():
+                self.listing_bytes.pop(gone.record.public_name, None)
+            self.cards.forget({s.record.public_name for s in old.values()} - set(listing))
+            self.catalogs[row.name] = usable
+            self.listing_bytes.update(listing)
+            if active:
+                await self.index.replace(row.name, docs, vectors)
+            else:
+                await self.index.remove(row.name)
+
+    def _prepare(
+        self, row: ConnectionRow, usable: dict[str, StoredTool], policy: PolicySnapshot, active: bool
+    ) -> tuple[list[SearchDoc], dict[str, int]]:
+        """Search documents, flat-listing sizes and cards of a catalog (worker-thread work)."""
+        listing = {s.record.public_name: _listing_entry_bytes(s.record) for s in usable.values()}
+        if not active:
+            return [], listing
+        self.cards.build(
+            (s.record, self.risk_of(policy, s), policy.frozen_for(row.name, s.record.name).keys())
+            for s in usable.values()
+        )
         docs = [
             SearchDoc(
                 public_name=s.record.public_name,
@@ -225,7 +273,7 @@ class Gateway:
             )
             for s in usable.values()
         ]
-        self.index.replace_account(row.name, docs)
+        return docs, listing
 
     def flat_listing_bytes(self, visible: Callable[[str], bool] | None = None) -> int:
         """What a flat ``tools/list`` of the active connected tools ``visible`` keeps would weigh."""
@@ -237,11 +285,12 @@ class Gateway:
             if visible is None or visible(s.record.public_name)
         )
 
-    def forget_connection(self, name: str) -> None:
+    async def forget_connection(self, name: str) -> None:
         self.connections.pop(name, None)
         for old in self.catalogs.pop(name, {}).values():
             self.listing_bytes.pop(old.record.public_name, None)
-        self.index.remove_account(name)
+            self.cards.forget([old.record.public_name])
+        await self.index.remove(name)
 
     def lookup(self, public_name: str) -> tuple[ConnectionRow, StoredTool] | None:
         """The connection and exact record behind a public name ``{account}__{tool}``."""

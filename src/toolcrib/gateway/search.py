@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio
+
 from toolcrib.catalog.budget import fit_search_response
-from toolcrib.catalog.cards import build_card
 from toolcrib.gateway import reach
 from toolcrib.gateway.core import Gateway, PolicySnapshot
 from toolcrib.gateway.handles import issue_handles
 from toolcrib.policy.gates import Principal, Visibility, require_execute, require_tools_scope, visibility
+from toolcrib.search.index import Hit
+from toolcrib.search.semantic import MAX_QUERY_CHARACTERS
 
 __all__ = ["flat_listing_bytes", "search_tools", "visibility_of"]
 
@@ -43,11 +46,18 @@ async def flat_listing_bytes(gw: Gateway, principal: Principal) -> int:
 
 
 async def search_tools(gw: Gateway, principal: Principal, query: str, limit: int = 3) -> dict[str, Any]:
-    """``{"results": [card...], "restricted": [name...]}`` (+ ``not_connected``), within budget (R-5.9)."""
+    """``{"results": [card...], "restricted": [name...]}`` (+ ``not_connected``), within budget (R-5.9).
+
+    Only the first ``MAX_QUERY_CHARACTERS`` of the query are read; when it was cut, the answer says
+    so (``"query_truncated": true``). Ranking (and encoding the query) runs in a worker thread, and
+    cards come from the card cache, so no query and no tool holds up the event loop.
+    """
+    truncated = len(query) > MAX_QUERY_CHARACTERS
+    query = query[:MAX_QUERY_CHARACTERS]
     require_execute(principal)
     require_tools_scope(principal)
     limit = max(1, min(MAX_LIMIT, int(limit)))
-    await gw.sync_from_store()
+    await gw.sync_from_store(wait=False)  # never queue behind a catalog being indexed
     policy = await gw.policy()
     seen: dict[str, Visibility] = {}
 
@@ -56,26 +66,45 @@ async def search_tools(gw: Gateway, principal: Principal, query: str, limit: int
             seen[name] = visibility_of(gw, principal, policy, name)
         return seen[name]
 
-    found = gw.index.search(
+    found = await gw.index.search(
         query,
         limit=limit,
         visible=lambda name: where(name) == "visible",
         withheld=lambda name: where(name) == "restricted",
     )
-    cards: list[dict[str, Any]] = []
-    pinned: list[tuple[str, str]] = []
-    for hit in found.hits:
-        located = gw.lookup(hit.public_name)
-        if located is None:
-            continue
-        row, stored = located
-        record = stored.record
-        card = build_card(
-            record, risk=gw.risk_of(policy, stored), frozen=policy.frozen_for(row.name, record.name).keys()
-        )
-        card["confidence"] = hit.confidence
-        cards.append(card)
-        pinned.append((record.public_name, record.schema_hash))
+    cards, pinned = await _cards_for(gw, policy, found.hits)
     for card, handle in zip(cards, await issue_handles(gw, principal.member, pinned), strict=True):
         card["action_id"] = handle
-    return fit_search_response(cards, restricted=found.restricted, not_connected=found.not_connected or None)
+    flags = {"query_truncated": True} if truncated else {}
+    return fit_search_response(
+        cards, restricted=found.restricted, not_connected=found.not_connected or None, flags=flags
+    )
+
+
+async def _cards_for(
+    gw: Gateway, policy: PolicySnapshot, hits: list[Hit]
+) -> tuple[list[dict[str, Any]], list[tuple[str, str]]]:
+    """The hits' cards from the card cache, and the (public name, schema hash) each handle pins.
+
+    A card is missing only when a policy change (classification, frozen values) made it another
+    card: those are built once, in a worker thread, and cached.
+    """
+    located = [(hit, pair) for hit in hits if (pair := gw.lookup(hit.public_name)) is not None]
+    wanted = [
+        (stored.record, gw.risk_of(policy, stored), policy.frozen_for(row.name, stored.record.name).keys())
+        for _, (row, stored) in located
+    ]
+    found = [gw.cards.get(*want) for want in wanted]
+    missing = [want for want, card in zip(wanted, found, strict=True) if card is None]
+    if missing:
+        await anyio.to_thread.run_sync(gw.cards.build, missing)
+        found = [card or gw.cards.get(*want) for want, card in zip(wanted, found, strict=True)]
+    cards: list[dict[str, Any]] = []
+    pinned: list[tuple[str, str]] = []
+    for (hit, _), want, card in zip(located, wanted, found, strict=True):
+        if card is None:  # the catalog changed under this search: the tool is no longer there
+            continue
+        card["confidence"] = hit.confidence
+        cards.append(card)
+        pinned.append((want[0].public_name, want[0].schema_hash))
+    return cards, pinned

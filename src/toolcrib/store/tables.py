@@ -10,6 +10,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Table,
@@ -31,6 +32,7 @@ __all__ = [
     "restrictions",
     "results",
     "tools",
+    "vectors",
 ]
 
 metadata = MetaData()
@@ -181,4 +183,14 @@ results = Table(
     Column("created_at", Float, nullable=False),
     UniqueConstraint("id", name="uq_results_id"),
     Index("ix_results_created_at", "created_at"),
+)
+
+vectors = Table(
+    "vectors",
+    metadata,
+    # A tool's unit vector by the text it was embedded from: a restart or another replica
+    # reuses it instead of encoding an unchanged catalog again.
+    Column("model_id", String(80), primary_key=True),
+    Column("text_sha256", String(64), primary_key=True),
+    Column("vector", LargeBinary, nullable=False),  # float32, little-endian, DIMENSIONS values
 )

@@ -117,7 +117,10 @@ def create_app(settings: Settings, *, gateway: Gateway | None = None) -> Starlet
         states: dict[str, int] = {}
         for row in gw.connections.values():
             states[row.status] = states.get(row.status, 0) + 1
-        return JSONResponse({"status": "ok", "connections": states})
+        meaning: dict[str, str] = {"meaning": "up"}
+        if not gw.meaning.up:
+            meaning = {"meaning": "down", "reason": gw.meaning.reason or "unknown"}
+        return JSONResponse({"status": "ok", "connections": states, **meaning})
 
     async def resource_metadata(request: Request) -> Response:
         servers = [settings.oauth_issuer] if settings.oauth_issuer else []

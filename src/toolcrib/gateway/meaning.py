@@ -1,0 +1,132 @@
+"""The search index as the gateway holds it: off the event loop, behind a lock, vectors cached (R-5.8).
+
+The index is not thread-safe and its work is CPU work (ranking, encoding a query or a catalog), so
+the gateway never touches it on the event loop: every search, replacement and removal runs in a
+worker thread, and one lock keeps a search from reading an account while it is being swapped.
+
+Tool vectors are looked up in the store's vector cache by the sha256 of the text they are embedded
+from; only the missing ones are encoded (in a worker thread, outside the lock, so searches go on)
+and written back, so a restart or another replica does not encode an unchanged catalog again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import anyio
+import numpy as np
+
+from toolcrib.search.index import SearchDoc, SearchIndex, SearchResult
+from toolcrib.search.semantic import DIMENSIONS, Encoder, Matrix, doc_text, load_encoder
+from toolcrib.search.vectors import MODEL_ID
+from toolcrib.store import vectors as vector_store
+from toolcrib.store.database import Database
+
+__all__ = ["LiveIndex", "Meaning", "Visibility", "load_meaning"]
+
+logger = logging.getLogger(__name__)
+
+Visibility = Callable[[str], bool]
+Loader = Callable[[], tuple[Encoder | None, str | None]]
+_VECTOR_BYTES = DIMENSIONS * 4
+
+
+@dataclass(frozen=True, slots=True)
+class Meaning:
+    """The meaning channel's state: its encoder, or why there is none."""
+
+    encoder: Encoder | None
+    reason: str | None = None
+
+    @property
+    def up(self) -> bool:
+        return self.encoder is not None
+
+
+async def load_meaning(enabled: bool, loader: Loader = load_encoder) -> Meaning:
+    """Load the encoder in a worker thread (reading and checking 23 MB is not the loop's work)."""
+    if not enabled:
+        return Meaning(None, "turned off by the setting TOOLCRIB_SEMANTIC")
+    try:
+        encoder, reason = await anyio.to_thread.run_sync(loader)
+    except Exception:  # any failure to load leaves search on words (R-5.8), never a dead gateway
+        logger.exception("meaning search is off: the model could not be loaded")
+        return Meaning(None, "the model could not be loaded (see the gateway's log)")
+    return Meaning(encoder, None if encoder is not None else reason or "the model could not be loaded")
+
+
+class LiveIndex:
+    """A ``SearchIndex`` used only from worker threads, under one lock."""
+
+    def __init__(self, meaning: Meaning) -> None:
+        self._index = SearchIndex(encoder=meaning.encoder)
+        self._lock = threading.Lock()
+        self.encoded = 0
+        """Tool texts encoded by this process (not found in the vector cache)."""
+
+    @property
+    def semantic(self) -> bool:
+        return self._index.semantic
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    async def search(
+        self, query: str, *, limit: int, visible: Visibility, withheld: Visibility
+    ) -> SearchResult:
+        """Rank in a worker thread; the query is encoded there too, before the lock is taken."""
+
+        def run() -> SearchResult:
+            vector = self._index.encode([query])[0] if self._index.semantic else None
+            with self._lock:
+                return self._index.search(
+                    query, limit=limit, visible=visible, withheld=withheld, query_vector=vector
+                )
+
+        return await anyio.to_thread.run_sync(run)
+
+    async def replace(self, account: str, docs: Sequence[SearchDoc], vectors: Matrix | None) -> None:
+        def run() -> None:
+            with self._lock:
+                self._index.replace_account(account, docs, vectors)
+
+        await anyio.to_thread.run_sync(run)
+
+    async def remove(self, account: str) -> None:
+        def run() -> None:
+            with self._lock:
+                self._index.remove_account(account)
+
+        await anyio.to_thread.run_sync(run)
+
+    async def tool_vectors(self, db: Database, docs: Sequence[SearchDoc]) -> Matrix | None:
+        """The unit vectors of ``docs``: cached ones from the store, the rest encoded and cached."""
+        if not self.semantic or not docs:
+            return None
+        texts, keys = await anyio.to_thread.run_sync(_texts_and_keys, docs)
+        loaded = await vector_store.load_vectors(db, MODEL_ID, keys)
+        cached = {key: blob for key, blob in loaded.items() if len(blob) == _VECTOR_BYTES}
+        missing = {key: text for key, text in zip(keys, texts, strict=True) if key not in cached}
+        if missing:
+            encoded = await anyio.to_thread.run_sync(self._index.encode, list(missing.values()))
+            self.encoded += len(missing)
+            fresh = {key: row.astype("<f4").tobytes() for key, row in zip(missing, encoded, strict=True)}
+            await vector_store.save_vectors(db, MODEL_ID, fresh)
+            cached.update(fresh)
+        return await anyio.to_thread.run_sync(_matrix, keys, cached)
+
+
+def _texts_and_keys(docs: Sequence[SearchDoc]) -> tuple[list[str], list[str]]:
+    texts = [doc_text(doc) for doc in docs]
+    return texts, [hashlib.sha256(text.encode()).hexdigest() for text in texts]
+
+
+def _matrix(keys: list[str], blobs: dict[str, bytes]) -> Matrix:
+    out = np.empty((len(keys), DIMENSIONS), dtype=np.float32)
+    for row, key in enumerate(keys):
+        out[row] = np.frombuffer(blobs[key], dtype="<f4")
+    return out
