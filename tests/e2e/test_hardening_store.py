@@ -122,7 +122,8 @@ async def test_r15_1_migration_0003_applies_fresh_and_from_0002(tmp_path: Path) 
     await old.close()
     for name in ("fresh.db", "old.db"):
         with closing(sqlite3.connect(tmp_path / name)) as conn:
-            assert conn.execute("SELECT version_num FROM alembic_version").fetchall() == [("0003",)]
+            (version,) = conn.execute("SELECT version_num FROM alembic_version").fetchone()
+            assert int(version) >= 3  # at the head, which 0003 precedes
             found = {
                 r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('index','table')")
             }

@@ -71,7 +71,7 @@ def _no_leak(body: str) -> None:
         ("search_tools", {"query": "add numbers", "limit": "3"}, "/limit"),
         ("search_tools", {"query": "add numbers", "limit": 9}, "/limit"),
         ("search_tools", {"limit": 3}, "/query"),
-        ("search_tools", {"query": "x" * 5000}, "/query"),
+        ("search_tools", {"query": ["a", "list"]}, "/query"),  # a long query is cut, not refused
         (PREFIX + "results__read", {"result_id": "r", "offset": "abc"}, "/offset"),
         (PREFIX + "members__invite", {"name": 7, "role": "member"}, "/name"),
         (PREFIX + "audit__search", {"since": "yesterday"}, "/since"),

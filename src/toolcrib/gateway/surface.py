@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-__all__ = ["MAX_QUERY_CHARS", "SURFACES", "Surface", "meta_input_schemas", "meta_tool_definitions"]
+__all__ = ["SURFACES", "Surface", "meta_input_schemas", "meta_tool_definitions"]
 
 SurfaceName = Literal["search", "capability"]
 
@@ -23,9 +23,6 @@ class Surface:
     handle_arg: str
     arguments_arg: str
 
-
-MAX_QUERY_CHARS = 1000
-"""A query is a few words; a longer one is refused by the schema before the search engine sees it."""
 
 _LIST = {"type": "array"}
 SEARCH_OUTPUT_SCHEMA: dict[str, Any] = {
@@ -58,7 +55,6 @@ def meta_tool_definitions(surface: str = "search") -> list[dict[str, Any]]:
     search_props: dict[str, Any] = {
         s.query_arg: {
             "type": "string",
-            "maxLength": MAX_QUERY_CHARS,
             "description": "What you want to do.",
         },
         "limit": {"type": "integer", "minimum": 1, "maximum": 5, "default": 3},
