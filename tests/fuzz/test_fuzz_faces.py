@@ -277,6 +277,7 @@ def test_r3_3_fuzzed_calls_on_every_face_answer_in_band_and_healthz_keeps_answer
         "healthz_baseline_ms": {"median": _ms(statistics.median(baseline)), "worst": _ms(max(baseline))},
         "healthz_during_ms": {
             "median": _ms(statistics.median(during)),
+            "p99": _ms(sorted(during)[int(0.99 * (len(during) - 1))]),
             "worst": _ms(max(during)),
             "pings": len(during),
         },
@@ -288,6 +289,10 @@ def test_r3_3_fuzzed_calls_on_every_face_answer_in_band_and_healthz_keeps_answer
     # /healthz kept answering all along; its typical latency stays of the order of the baseline's
     assert len(during) >= elapsed / 1.0
     assert statistics.median(during) <= 20 * statistics.median(baseline) + 0.010
+    # ... and 99 pings in 100 answer within 100 ms (or 20 baseline medians on a machine slowed down
+    # that much): single outliers are the GIL and two busy cores, shared with Hypothesis and clients
+    p99 = sorted(during)[int(0.99 * (len(during) - 1))]
+    assert p99 <= max(0.100, 20 * statistics.median(baseline)), report
     # the owner's token is intact: the throwaway objects took the destructive calls
     listed = fuzz.portal.call(_post_mcp, fuzz, 1, "search_tools", {"query": "add two numbers"})
     assert listed.json()["result"].get("isError") is not True
