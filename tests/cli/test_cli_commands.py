@@ -94,7 +94,9 @@ def test_13_errors_print_their_details_and_as_json_under_json(desk_db: str) -> N
     assert needs.returncode == 1
     assert needs.stderr.startswith("needs_input:")
     assert "missing" in needs.stderr
-    bad = cli(desk_db, "connections", "add", "Bad Name", "--connector", "X", "--command", "x", "--json", check=False)
+    bad = cli(
+        desk_db, "connections", "add", "Bad Name", "--connector", "X", "--command", "x", "--json", check=False
+    )
     assert bad.returncode == 1
     error = json.loads(bad.stdout)["error"]
     assert error["code"] == "invalid_arguments"
@@ -113,10 +115,14 @@ def test_13_tokens_list_prints_times_in_iso_8601_and_scopes_as_words(desk_db: st
 
 def test_13_eval_search_takes_database_like_every_command(tmp_path: Path) -> None:
     (tmp_path / "c.jsonl").write_text(
-        json.dumps({"id": "t__add", "account": "t", "connector": "T", "name": "add", "description": "Add numbers"})
+        json.dumps(
+            {"id": "t__add", "account": "t", "connector": "T", "name": "add", "description": "Add numbers"}
+        )
         + "\n"
     )
-    (tmp_path / "q.jsonl").write_text(json.dumps({"qid": "1", "query": "add numbers", "gold": ["t__add"]}) + "\n")
+    (tmp_path / "q.jsonl").write_text(
+        json.dumps({"qid": "1", "query": "add numbers", "gold": ["t__add"]}) + "\n"
+    )
     args = ("eval", "search", "--catalog", "c.jsonl", "--queries", "q.jsonl", "--lexical", "--json")
     out = run_in(tmp_path, *args, "--database", f"sqlite:///{tmp_path / 'x.db'}")
     assert out.returncode == 0, out.stderr
