@@ -6,11 +6,9 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from tests.conftest import FIXTURE_SERVER, PYTHON, ROOT, TOOLCRIB, cli, cli_json, env_for, free_port
 
 ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00$")
@@ -26,12 +24,12 @@ def run_in(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.fixture(scope="module")
-def desk_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def desk_db(tmp_path_factory: pytest.TempPathFactory) -> str:
     """One organization for the module: an owner and the fixture server over stdio as ``desk``."""
     url = f"sqlite:///{tmp_path_factory.mktemp('desk') / 'toolcrib.db'}"
     cli(url, "init")
     cli(url, "connections", "add", "desk", "--connector", "Helpdesk", "--command", " ".join(FIXTURE_SERVER))
-    yield url
+    return url
 
 
 def test_13_help_imports_neither_the_gateway_nor_the_mcp_sdk_nor_the_settings() -> None:

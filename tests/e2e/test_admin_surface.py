@@ -24,14 +24,16 @@ async def test_r10_2_single_admin_tool_runs_operations_by_their_own_schema(
             tools = {t.name: t for t in (await client.list_tools()).tools}
             admin = tools[PREFIX + "admin"]
             assert "members__invite" in admin.input_schema["properties"]["operation"]["enum"]
-            assert admin.annotations is not None and admin.annotations.destructive_hint is True
+            assert admin.annotations is not None
+            assert admin.annotations.destructive_hint is True
             ran = await client.call_tool(PREFIX + "admin", {"operation": "members__list"})
             assert not ran.is_error
             assert "owner" in [m["name"] for m in gateway_payload(ran)["result"]]
             bad = await client.call_tool(PREFIX + "admin", {"operation": "members__invite", "arguments": {}})
             assert error_code(bad) == "invalid_arguments"
             pointers = [e["pointer"] for e in gateway_payload(bad)["error"]["errors"]]
-            assert pointers and all(p.startswith("/arguments") for p in pointers)
+            assert pointers
+            assert all(p.startswith("/arguments") for p in pointers)
             unknown = await client.call_tool(PREFIX + "admin", {"operation": "members__explode"})
             assert error_code(unknown) == "invalid_arguments"
 
@@ -52,7 +54,8 @@ async def test_r10_1_single_admin_tool_lists_only_what_the_caller_may_use(
                 "results__read",
                 "tools__diagnose",
             }
-            assert admin.annotations is not None and admin.annotations.read_only_hint is True
+            assert admin.annotations is not None
+            assert admin.annotations.read_only_hint is True
             refused = await client.call_tool(
                 PREFIX + "admin",
                 {"operation": "members__invite", "arguments": {"name": "x", "role": "member"}},
