@@ -52,10 +52,14 @@ JsonOption = typer.Option(False, "--json", help="Print JSON for scripts (errors 
 
 def settings_for(database: str | None, **overrides: Any) -> Settings:
     """The settings of a command: the environment, the database found by :func:`require_database`."""
+    from toolcrib.errors import ConfigError
     from toolcrib.settings import Settings
 
     values = {k: v for k, v in overrides.items() if v is not None}
-    values["database_url"] = require_database(database)
+    try:
+        values["database_url"] = require_database(database)
+    except ConfigError as exc:
+        fail(exc)
     return Settings(**values)
 
 
@@ -65,8 +69,10 @@ def run_gateway(database: str | None, work: Callable[[Gateway], Awaitable[T]], *
 
     from toolcrib.gateway.core import Gateway
 
+    settings = settings_for(database, **overrides)
+
     async def main() -> T:
-        async with Gateway.open(settings_for(database, **overrides)) as gw:
+        async with Gateway.open(settings) as gw:
             return await work(gw)
 
     # A command is its own server side: an incident's traceback goes to its stderr under the id the

@@ -82,14 +82,16 @@ def serve(
     """Serve POST /mcp (and /healthz, /metrics) until interrupted."""
     import uvicorn
 
+    from toolcrib.logs import configure
     from toolcrib.web.app import create_app
 
     settings = settings_for(database, host=host, port=port)
-    logging.basicConfig(
-        level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    configure(settings.log_level, settings.log_format)
     logging.getLogger("alembic").setLevel(max(logging.WARNING, logging.getLogger().level))  # per-start noise
-    console.print(f"toolcrib serving [bold]{settings.resource_url}/mcp[/bold]")
+    if settings.log_format == "json":  # every line of a JSON-logging process is JSON
+        logging.getLogger("toolcrib").info("serving %s/mcp", settings.resource_url)
+    else:
+        console.print(f"toolcrib serving [bold]{settings.resource_url}/mcp[/bold]")
     uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="warning")
 
 
