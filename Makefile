@@ -8,14 +8,19 @@ PORT   ?= 8765
 .PHONY: run test check install bench clean
 
 $(BIN)/toolcrib: pyproject.toml
+	@echo "==> [1/3] creating the virtual environment in $(VENV)"
 	$(PYTHON) -m venv $(VENV)
+	@echo "==> [2/3] upgrading pip"
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev,demo]'
+	@echo "==> [3/3] installing toolcrib with its extras (the first time takes a few minutes; pip shows each package)"
+	$(BIN)/pip install --progress-bar on -e '.[dev,demo]'
+	@echo "==> installed: $$($(BIN)/toolcrib --version)"
 	@touch $@
 
 install: $(BIN)/toolcrib ## create the virtual environment and install toolcrib with its extras
 
 run: install ## set up a demo organization with real MCP servers and serve it
+	@echo "==> setting up the demo organization in $(DB) (connecting real MCP servers)"
 	$(BIN)/toolcrib quickstart --database $(DB) --port $(PORT)
 
 test: install ## the whole test suite
@@ -30,6 +35,7 @@ bench: install ## benchmarks: each prints a table and writes JSON under bench/ou
 	$(BIN)/python bench/context.py
 	$(BIN)/python bench/search_speed.py
 	$(BIN)/python bench/search_quality.py
+	$(BIN)/python bench/cli.py
 
 clean:
 	rm -rf $(VENV) .toolcrib .mypy_cache .ruff_cache .pytest_cache

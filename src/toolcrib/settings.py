@@ -37,6 +37,16 @@ class Settings(BaseSettings):
     control_prefix: str = "toolcrib"
     """Prefix of control-plane operation names: ``{prefix}__{resource}__{operation}``."""
 
+    admin_surface: Literal["individual", "single"] = "individual"
+    """How ``tools/list`` shows the control-plane operations a caller may use (R-10.1, R-10.2):
+    ``individual`` lists each as its own tool ``{prefix}__{resource}__{operation}``; ``single``
+    lists them behind one ``{prefix}__admin`` tool (``operation``, ``arguments``), which keeps an
+    owner's whole ``tools/list`` under 3,000 bytes."""
+
+    log_format: Literal["text", "json"] = "text"
+    """Format of the one log line per request and per tool call (member, operation, outcome,
+    duration; never arguments or secrets): ``text`` for people, ``json`` for log collectors."""
+
     stateless: bool = True
     """Serve ``/mcp`` statelessly with JSON responses (any replica answers any request). When false,
     Streamable HTTP sessions with SSE streams are kept per client."""

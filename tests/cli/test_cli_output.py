@@ -12,7 +12,18 @@ def test_error_message_keeps_its_brackets(db_url: str) -> None:
 
 
 def test_table_cells_keep_their_brackets(db_url: str) -> None:
-    cli(db_url, "connections", "add", "odd", "--connector", "[bold]X", "--command", "/no/such/[Errno]")
+    added = cli(
+        db_url,
+        "connections",
+        "add",
+        "odd",
+        "--connector",
+        "[bold]X",
+        "--command",
+        "/no/such/[Errno]",
+        check=False,
+    )
+    assert added.returncode == 1  # the connection ends in error: the command says so (#13)
     listed = cli(db_url, "connections", "list", env={"COLUMNS": "200"}).stdout  # no cell wrapping
     assert "[bold]X" in listed
     assert "[Errno]" in listed

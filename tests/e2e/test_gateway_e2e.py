@@ -189,7 +189,19 @@ def test_r2_4_foreign_browser_origin_is_refused(org: Org) -> None:
 
 
 def test_r13_1_upstream_command_that_does_not_exist_is_error_with_reason(org: Org) -> None:
-    cli(org.db_url, "connections", "add", "ghost", "--connector", "Ghost", "--command", "/no/such/server")
+    added = cli(
+        org.db_url,
+        "connections",
+        "add",
+        "ghost",
+        "--connector",
+        "Ghost",
+        "--command",
+        "/no/such/server",
+        check=False,
+    )
+    assert added.returncode == 1  # a connection left in error fails the command, with its reason (#13)
+    assert added.stderr.startswith("connection_inactive:")
     rows = cli_json(org.db_url, "connections", "list")
     ghost = next(r for r in rows if r["name"] == "ghost")  # type: ignore[union-attr]
     assert ghost["status"] == "error"

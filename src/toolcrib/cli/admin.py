@@ -5,16 +5,17 @@ from __future__ import annotations
 import json
 import sys
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
+from rich.markup import escape
 
-from toolcrib.cli.common import DatabaseOption, JsonOption, console, emit, fail, run_gateway
-from toolcrib.errors import ConfigError, InBandError, InvalidArguments
-from toolcrib.gateway import audit, connections, members, restrictions
-from toolcrib.gateway.control import check_operation_input
-from toolcrib.gateway.core import Gateway
-from toolcrib.store.audit import AuditFilter
+from toolcrib.cli.common import DatabaseOption, JsonOption, console, emit, err_console, fail, run_gateway
+from toolcrib.errors import ConfigError, ConnectionInactive, InBandError, InvalidArguments
+
+if TYPE_CHECKING:  # each command imports the gateway itself, so that `--help` does not (#13)
+    from toolcrib.gateway.core import Gateway
+    from toolcrib.store.audit import AuditFilter
 
 __all__ = [
     "audit_app",
@@ -37,6 +38,8 @@ audit_app = typer.Typer(no_args_is_help=True, help="The audit trail.")
 
 def _check(resource: str, op: str, **arguments: Any) -> None:
     """Validate by the operation's ``inputSchema``, the one the MCP and REST faces use (R-10.2)."""
+    from toolcrib.gateway.control import check_operation_input
+
     try:
         check_operation_input(resource, op, {k: v for k, v in arguments.items() if v is not None})
     except InBandError as exc:
@@ -67,6 +70,8 @@ def connections_add(
     as_json: bool = JsonOption,
 ) -> None:
     """Connect an MCP server and sync its catalog."""
+    from toolcrib.gateway import connections
+
     _check("connections", "create", name=name, connector=connector, command=command, url=url)
     env_map, header_map = _pairs(env, "--env"), _pairs(header, "--header")
 
@@ -76,12 +81,28 @@ def connections_add(
         )
         return connections.connection_view(row)
 
-    emit(run_gateway(database, work), as_json)
+    view = run_gateway(database, work)
+    emit(view, as_json)
+    _exit_unless_active(view, as_json)
+
+
+def _exit_unless_active(view: dict[str, Any], as_json: bool) -> None:
+    """A connection left in error is a failed command: exit 1, the reason on stderr (#13)."""
+    if view.get("status") == "active":
+        return
+    if not as_json:  # the JSON printed already carries the status and the reason
+        reason = view.get("reason") or "no reason recorded"
+        err_console.print(
+            f"[red]{ConnectionInactive.code}[/red]: {escape(str(view.get('name')))} is "
+            f"{escape(str(view.get('status')))}: {escape(str(reason))}"
+        )
+    raise typer.Exit(1)
 
 
 @connections_app.command("list")
 def connections_list(database: str | None = DatabaseOption, as_json: bool = JsonOption) -> None:
     """Connections with status, reason and tool count."""
+    from toolcrib.gateway import connections
 
     async def work(gw: Gateway) -> list[dict[str, Any]]:
         return [connections.connection_view(r) for r in await connections.list_connections(gw)]
@@ -96,17 +117,23 @@ def connections_list(database: str | None = DatabaseOption, as_json: bool = Json
 @connections_app.command("refresh")
 def connections_refresh(name: str, database: str | None = DatabaseOption, as_json: bool = JsonOption) -> None:
     """Re-read a connection's catalog."""
+    from toolcrib.gateway import connections
+
     _check("connections", "refresh", name=name)
 
     async def work(gw: Gateway) -> dict[str, Any]:
         return connections.connection_view(await connections.refresh_connection(gw, name))
 
-    emit(run_gateway(database, work), as_json)
+    view = run_gateway(database, work)
+    emit(view, as_json)
+    _exit_unless_active(view, as_json)
 
 
 @connections_app.command("remove")
 def connections_remove(name: str, database: str | None = DatabaseOption) -> None:
     """Remove a connection and its catalog."""
+    from toolcrib.gateway import connections
+
     _check("connections", "delete", name=name)
     run_gateway(database, lambda gw: connections.remove_connection(gw, name))
     console.print(f"removed {name}")
@@ -120,6 +147,8 @@ def members_add(
     as_json: bool = JsonOption,
 ) -> None:
     """Add a member with a role."""
+    from toolcrib.gateway import members
+
     _check("members", "invite", name=name, role=role)
 
     async def work(gw: Gateway) -> dict[str, Any]:
@@ -131,6 +160,7 @@ def members_add(
 @members_app.command("list")
 def members_list(database: str | None = DatabaseOption, as_json: bool = JsonOption) -> None:
     """Members with role and status."""
+    from toolcrib.gateway import members
 
     async def work(gw: Gateway) -> list[dict[str, Any]]:
         return [members.member_view(m) for m in await members.list_members(gw)]
@@ -141,6 +171,8 @@ def members_list(database: str | None = DatabaseOption, as_json: bool = JsonOpti
 @members_app.command("set-role")
 def members_set_role(name: str, role: str, database: str | None = DatabaseOption) -> None:
     """Change a member's role (takes effect within the policy cache time)."""
+    from toolcrib.gateway import members
+
     _check("members", "update_role", name=name, role=role)
     run_gateway(database, lambda gw: members.set_role(gw, name, role))
     console.print(f"{name} is now {role}")
@@ -149,6 +181,8 @@ def members_set_role(name: str, role: str, database: str | None = DatabaseOption
 @members_app.command("suspend")
 def members_suspend(name: str, database: str | None = DatabaseOption) -> None:
     """Suspend a member (their next call fails)."""
+    from toolcrib.gateway import members
+
     _check("members", "suspend", name=name)
     run_gateway(database, lambda gw: members.suspend_member(gw, name))
     console.print(f"suspended {name}")
@@ -157,6 +191,8 @@ def members_suspend(name: str, database: str | None = DatabaseOption) -> None:
 @members_app.command("remove")
 def members_remove(name: str, database: str | None = DatabaseOption) -> None:
     """Remove a member and revoke their grants."""
+    from toolcrib.gateway import members
+
     _check("members", "remove", name=name)
     run_gateway(database, lambda gw: members.remove_member(gw, name))
     console.print(f"removed {name}")
@@ -165,16 +201,21 @@ def members_remove(name: str, database: str | None = DatabaseOption) -> None:
 @tokens_app.command("create")
 def tokens_create(
     member: str = typer.Option(..., "--member"),
-    scopes: str = typer.Option(members.DEFAULT_SCOPES.replace(" ", ","), "--scopes", help="Comma-separated."),
+    scopes: str | None = typer.Option(
+        None, "--scopes", help="Comma-separated (default: mcp:tools,mcp:read,mcp:write)."
+    ),
     expires: float | None = typer.Option(None, "--expires", help="Days until it expires."),
     database: str | None = DatabaseOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Create a personal access token; it is printed once."""
+    from toolcrib.gateway import members
+
+    scopes = scopes or members.DEFAULT_SCOPES.replace(" ", ",")
     _check("grants", "create", member=member, scopes=scopes)
 
     async def work(gw: Gateway) -> dict[str, Any]:
-        grant, token = await members.create_token(gw, member, scopes, expires)
+        grant, token = await members.create_token(gw, member, str(scopes), expires)
         return {"id": grant.id, "token": token}
 
     out = run_gateway(database, work)
@@ -191,6 +232,8 @@ def tokens_list(
     as_json: bool = JsonOption,
 ) -> None:
     """Grants (never the tokens themselves)."""
+    from toolcrib.gateway import members
+
     _check("grants", "list", member=member)
 
     async def work(gw: Gateway) -> list[dict[str, Any]]:
@@ -202,6 +245,8 @@ def tokens_list(
 @tokens_app.command("revoke")
 def tokens_revoke(grant_id: str, database: str | None = DatabaseOption) -> None:
     """Revoke a grant (its next call fails)."""
+    from toolcrib.gateway import members
+
     _check("grants", "revoke", id=grant_id)
     run_gateway(database, lambda gw: members.revoke_token(gw, grant_id))
     console.print(f"revoked {grant_id}")
@@ -219,6 +264,8 @@ def restrictions_add(
     as_json: bool = JsonOption,
 ) -> None:
     """Add an allow or block rule for a role or a user."""
+    from toolcrib.gateway import restrictions
+
     if (role is None) == (user is None):
         raise typer.BadParameter("give exactly one of --role or --user")
     target_kind, target = ("role", role) if role else ("user", user)
@@ -251,6 +298,7 @@ def restrictions_add(
 @restrictions_app.command("list")
 def restrictions_list(database: str | None = DatabaseOption, as_json: bool = JsonOption) -> None:
     """Every rule, in words."""
+    from toolcrib.gateway import restrictions
 
     async def work(gw: Gateway) -> list[dict[str, Any]]:
         return [restrictions.rule_view(r) for r in await restrictions.list_restrictions(gw)]
@@ -261,6 +309,8 @@ def restrictions_list(database: str | None = DatabaseOption, as_json: bool = Jso
 @restrictions_app.command("remove")
 def restrictions_remove(rule_id: str, database: str | None = DatabaseOption) -> None:
     """Delete a rule."""
+    from toolcrib.gateway import restrictions
+
     _check("restrictions", "delete", id=rule_id)
     run_gateway(database, lambda gw: restrictions.remove_restriction(gw, rule_id))
     console.print(f"removed {rule_id}")
@@ -275,6 +325,8 @@ def restrictions_explain(
     as_json: bool = JsonOption,
 ) -> None:
     """Which rules decide whether a user (or role) reaches ``account__tool``."""
+    from toolcrib.gateway import restrictions
+
     _check("restrictions", "explain", tool=tool, user=user, role=role)
 
     async def work(gw: Gateway) -> list[str]:
@@ -293,6 +345,8 @@ def frozen_set(
     account: str, tool: str, param: str, json_value: str, database: str | None = DatabaseOption
 ) -> None:
     """Freeze PARAM of ACCOUNT's TOOL to JSON_VALUE."""
+    from toolcrib.gateway import restrictions
+
     _check("frozen", "set", account=account, tool=tool, param=param, value=json_value)
     try:
         value = json.loads(json_value)
@@ -307,6 +361,8 @@ def frozen_set(
 @frozen_app.command("unset")
 def frozen_unset(account: str, tool: str, param: str, database: str | None = DatabaseOption) -> None:
     """Unfreeze a parameter."""
+    from toolcrib.gateway import restrictions
+
     _check("frozen", "unset", account=account, tool=tool, param=param)
     run_gateway(database, lambda gw: restrictions.unset_frozen(gw, account, tool, param))
     console.print(f"unfroze {account}__{tool}.{param}")
@@ -315,6 +371,8 @@ def frozen_unset(account: str, tool: str, param: str, database: str | None = Dat
 @frozen_app.command("list")
 def frozen_list(database: str | None = DatabaseOption, as_json: bool = JsonOption) -> None:
     """Every frozen parameter."""
+    from toolcrib.gateway import restrictions
+
     emit(
         run_gateway(database, restrictions.list_frozen),
         as_json,
@@ -322,9 +380,24 @@ def frozen_list(database: str | None = DatabaseOption, as_json: bool = JsonOptio
     )
 
 
+@tools_app.command("list")
+def tools_list(
+    connection: str | None = typer.Option(None, "--connection", help="Only this connection's tools."),
+    database: str | None = DatabaseOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """The connected tools (models find them with search; they are never listed to a model)."""
+    from toolcrib.gateway.tools import list_tools
+
+    rows = run_gateway(database, lambda gw: list_tools(gw, connection))
+    emit(rows, as_json, columns=["name", "connection", "status", "risk", "description"])
+
+
 @tools_app.command("classify")
 def tools_classify(account: str, tool: str, risk: str, database: str | None = DatabaseOption) -> None:
     """Override a tool's classification: read, write, destructive or forbidden."""
+    from toolcrib.gateway import restrictions
+
     run_gateway(database, lambda gw: restrictions.classify_tool(gw, account, tool, risk))
     console.print(f"{account}__{tool} is {risk}")
 
@@ -347,6 +420,8 @@ def _filter(
     until: str | None,
     limit: int,
 ) -> AuditFilter:
+    from toolcrib.store.audit import AuditFilter
+
     return AuditFilter(member, account, operation, outcome, _time(since), _time(until), limit)
 
 
@@ -363,6 +438,8 @@ def audit_search(
     as_json: bool = JsonOption,
 ) -> None:
     """Audit entries, newest first."""
+    from toolcrib.gateway import audit
+
     f = _filter(member, account, operation, outcome, since, until, limit)
     _check(
         "audit",
@@ -388,6 +465,8 @@ def audit_export(
     database: str | None = DatabaseOption,
 ) -> None:
     """Export entries as JSON lines, oldest first."""
+    from toolcrib.gateway import audit
+
     if limit < 1:
         raise ConfigError("--limit must be positive")
     f = _filter(member, account, None, None, since, None, limit)

@@ -10,43 +10,69 @@ import json
 import logging
 import sys
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, NoReturn, TypeVar
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
-import anyio
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from toolcrib.errors import InvalidArguments
-from toolcrib.gateway.core import Gateway
-from toolcrib.gateway.faults import in_band
-from toolcrib.settings import Settings
+from toolcrib.cli.database import require_database
 
-__all__ = ["DatabaseOption", "JsonOption", "console", "emit", "fail", "run_gateway", "settings_for"]
+if TYPE_CHECKING:  # the gateway and the settings are imported by the commands that run them only
+    from toolcrib.gateway.core import Gateway
+    from toolcrib.settings import Settings
+
+__all__ = [
+    "DatabaseOption",
+    "JsonOption",
+    "console",
+    "emit",
+    "err_console",
+    "fail",
+    "iso_time",
+    "run_gateway",
+    "settings_for",
+]
 
 T = TypeVar("T")
 console = Console()
 err_console = Console(stderr=True)
 _incidents = logging.getLogger("toolcrib.incidents")
 
-DatabaseOption = typer.Option(None, "--database", help="Database URL (default: TOOLCRIB_DATABASE_URL).")
-JsonOption = typer.Option(False, "--json", help="Print JSON for scripts.")
+DatabaseOption = typer.Option(
+    None,
+    "--database",
+    help="Database URL (default: TOOLCRIB_DATABASE_URL, else toolcrib.toml or .env here).",
+)
+JsonOption = typer.Option(False, "--json", help="Print JSON for scripts (errors too).")
 
 
 def settings_for(database: str | None, **overrides: Any) -> Settings:
+    """The settings of a command: the environment, the database found by :func:`require_database`."""
+    from toolcrib.errors import ConfigError
+    from toolcrib.settings import Settings
+
     values = {k: v for k, v in overrides.items() if v is not None}
-    if database:
-        values["database_url"] = database
+    try:
+        values["database_url"] = require_database(database)
+    except ConfigError as exc:
+        fail(exc)
     return Settings(**values)
 
 
 def run_gateway(database: str | None, work: Callable[[Gateway], Awaitable[T]], **overrides: Any) -> T:
     """Open the gateway (migrating the database), run ``work``, close; errors exit 1 with a message."""
+    import anyio
+
+    from toolcrib.gateway.core import Gateway
+
+    settings = settings_for(database, **overrides)
 
     async def main() -> T:
-        async with Gateway.open(settings_for(database, **overrides)) as gw:
+        async with Gateway.open(settings) as gw:
             return await work(gw)
 
     # A command is its own server side: an incident's traceback goes to its stderr under the id the
@@ -62,19 +88,69 @@ def run_gateway(database: str | None, work: Callable[[Gateway], Awaitable[T]], *
         _incidents.removeHandler(log)
 
 
+def _wants_json() -> bool:
+    """Whether this command line asked for ``--json`` (errors then print as JSON on stdout)."""
+    return "--json" in sys.argv[1:]
+
+
 def fail(exc: Exception) -> NoReturn:
-    """Print ``code: message`` (and each argument error's pointer) on stderr; exit 1."""
-    error = in_band(exc)
-    payload = error.to_payload()["error"]
-    err_console.print(f"[red]{error.code}[/red]: {escape(str(payload['message']))}")
-    if isinstance(error, InvalidArguments):
-        for item in error.errors:
-            err_console.print(f"  {escape(item['pointer'] or '/')}: {escape(item['message'])}")
+    """Print the in-band error and exit 1: ``code: message`` and each detail on stderr (argument
+    pointers, missing fields, the scope...), or its ``{"error": {...}}`` payload under ``--json``."""
+    from toolcrib.gateway.faults import in_band
+
+    payload = in_band(exc).to_payload()
+    if _wants_json():
+        sys.stdout.write(json.dumps(payload, ensure_ascii=False, indent=2, default=str) + "\n")
+        raise typer.Exit(1) from exc
+    error = payload["error"]
+    err_console.print(f"[red]{error['code']}[/red]: {escape(str(error['message']))}")
+    for key, value in error.items():
+        if key in ("code", "message"):
+            continue
+        if key == "errors" and isinstance(value, list):
+            for item in value:
+                err_console.print(
+                    f"  {escape(item.get('pointer') or '/')}: {escape(str(item.get('message')))}"
+                )
+        else:
+            shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+            err_console.print(f"  {escape(str(key))}: {escape(shown)}")
     raise typer.Exit(1) from exc
+
+
+_TIME_KEYS = ("_at", "_time")
+
+
+def iso_time(value: float) -> str:
+    """A Unix time as ISO 8601 in UTC, to the second."""
+    return datetime.fromtimestamp(value, UTC).isoformat(timespec="seconds")
+
+
+def _readable(data: Any, key: str = "") -> Any:
+    """Times (``*_at``, ``ts``) as ISO 8601, recursively; everything else as it is."""
+    if isinstance(data, dict):
+        return {k: _readable(v, k) for k, v in data.items()}
+    if isinstance(data, list):
+        return [_readable(v) for v in data]
+    timed = key == "ts" or key.endswith(_TIME_KEYS)
+    if timed and isinstance(data, int | float) and not isinstance(data, bool):
+        return iso_time(float(data))
+    return data
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value)
+    if isinstance(value, dict):
+        return json.dumps(value, ensure_ascii=False)
+    return str(value)
 
 
 def emit(data: Any, as_json: bool, *, columns: Sequence[str] | None = None, title: str | None = None) -> None:
     """Print ``data`` as JSON, or as a table (list of dicts) / key-value lines (dict)."""
+    data = _readable(data)
     if as_json:
         sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
         return
@@ -82,7 +158,7 @@ def emit(data: Any, as_json: bool, *, columns: Sequence[str] | None = None, titl
         cols = list(columns or data[0].keys())
         table = Table(*cols, title=title)
         for item in data:
-            table.add_row(*(Text("" if item.get(c) is None else str(item.get(c))) for c in cols))
+            table.add_row(*(Text(_cell(item.get(c))) for c in cols))
         console.print(table)
     elif isinstance(data, dict):
         for key, value in data.items():

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from toolcrib.search import SearchIndex
-from toolcrib.search.evaluate import Ranking, catalog_docs, metrics, rank_queries
-from toolcrib.search.semantic import load_encoder
+from toolcrib.cli.common import DatabaseOption
+
+if TYPE_CHECKING:  # the search engine is imported by the command that runs it (#13)
+    from toolcrib.search.evaluate import Ranking
 
 __all__ = ["eval_app"]
 
@@ -49,8 +50,16 @@ def search(
     output: Path | None = typer.Option(None, help="Write one JSON line per query: qid, ranked."),
     lexical: bool = typer.Option(False, "--lexical", help="Words only: leave the meaning channel out."),
     as_json: bool = typer.Option(False, "--json", help="Print the figures as JSON."),
+    database: str | None = DatabaseOption,
 ) -> None:
-    """Rank every query with default settings and print hit@k, MRR, empty rates and R@5."""
+    """Rank every query with default settings and print hit@k, MRR, empty rates and R@5.
+
+    The catalog comes from ``--catalog``: ``--database`` is accepted like everywhere, and unused."""
+    from toolcrib.search import SearchIndex
+    from toolcrib.search.evaluate import catalog_docs, metrics, rank_queries
+    from toolcrib.search.semantic import load_encoder
+
+    del database
     accounts = catalog_docs(_read_jsonl(catalog))
     index = SearchIndex(encoder=None if lexical else load_encoder()[0])
     for account, docs in accounts.items():

@@ -4,23 +4,46 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from toolcrib.cli import admin
 from toolcrib.cli.common import DatabaseOption, JsonOption, console, emit, fail, run_gateway, settings_for
 from toolcrib.errors import InBandError, InvalidArguments
-from toolcrib.gateway import members
-from toolcrib.gateway.core import Gateway
-from toolcrib.gateway.execute import execute_tool
-from toolcrib.gateway.inputs import validate_input
-from toolcrib.gateway.search import search_tools
-from toolcrib.gateway.surface import meta_input_schemas
+
+if TYPE_CHECKING:  # imported by the commands that run a gateway, never by `--help` (#13)
+    from toolcrib.gateway.core import Gateway
 
 __all__ = ["app"]
 
 app = typer.Typer(no_args_is_help=True, help="toolcrib: one MCP endpoint for a whole organization.")
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("toolcrib")
+    except PackageNotFoundError:  # pragma: no cover - a source tree that was never installed
+        return "unknown"
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"toolcrib {_version()}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: bool = typer.Option(
+        False, "--version", callback=_print_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    """toolcrib: one MCP endpoint for a whole organization."""
+
+
 app.add_typer(admin.connections_app, name="connections")
 app.add_typer(admin.members_app, name="members")
 app.add_typer(admin.tokens_app, name="tokens")
@@ -38,6 +61,9 @@ except ImportError:  # pragma: no cover - present in every install; guards a par
 
 def _check_meta(name: str, arguments: dict[str, Any]) -> None:
     """Validate by the meta-tool's listed ``inputSchema``, as the MCP face does (R-10.2)."""
+    from toolcrib.gateway.inputs import validate_input
+    from toolcrib.gateway.surface import meta_input_schemas
+
     try:
         validate_input(meta_input_schemas()[name], arguments)
     except InBandError as exc:
@@ -56,14 +82,16 @@ def serve(
     """Serve POST /mcp (and /healthz, /metrics) until interrupted."""
     import uvicorn
 
+    from toolcrib.logs import configure
     from toolcrib.web.app import create_app
 
     settings = settings_for(database, host=host, port=port)
-    logging.basicConfig(
-        level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    configure(settings.log_level, settings.log_format)
     logging.getLogger("alembic").setLevel(max(logging.WARNING, logging.getLogger().level))  # per-start noise
-    console.print(f"toolcrib serving [bold]{settings.resource_url}/mcp[/bold]")
+    if settings.log_format == "json":  # every line of a JSON-logging process is JSON
+        logging.getLogger("toolcrib").info("serving %s/mcp", settings.resource_url)
+    else:
+        console.print(f"toolcrib serving [bold]{settings.resource_url}/mcp[/bold]")
     uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="warning")
 
 
@@ -73,7 +101,16 @@ def init(
     database: str | None = DatabaseOption,
     as_json: bool = JsonOption,
 ) -> None:
-    """Create the database and the owner member; print the owner's token once."""
+    """Create the database and the owner member; print the owner's token once.
+
+    With no database named anywhere, it creates ``toolcrib.db`` here and writes ``toolcrib.toml``
+    naming it, which every other command then reads."""
+    from toolcrib.cli.database import DEFAULT_DATABASE, find_database, remember_database
+    from toolcrib.gateway import members
+
+    if find_database(database) is None:
+        database = DEFAULT_DATABASE
+        remember_database(database)
 
     async def work(gw: Gateway) -> dict[str, Any]:
         member, token = await members.init_owner(gw, name)
@@ -95,6 +132,9 @@ def search(
     as_json: bool = JsonOption,
 ) -> None:
     """Search connected tools, exactly as search_tools answers a model."""
+    from toolcrib.gateway import members
+    from toolcrib.gateway.search import search_tools
+
     _check_meta("search_tools", {"query": query, "limit": limit})
 
     async def work(gw: Gateway) -> dict[str, Any]:
@@ -128,6 +168,9 @@ def call(
     as_json: bool = JsonOption,
 ) -> None:
     """Run one connected tool through the same pipeline as execute_tool."""
+    from toolcrib.gateway import members
+    from toolcrib.gateway.execute import execute_tool
+
     try:
         arguments = json.loads(args)
     except (ValueError, RecursionError):
@@ -154,8 +197,10 @@ def quickstart(
     database: str | None = DatabaseOption,
 ) -> None:
     """Set up a demo organization (owner, token, real MCP servers from PyPI) and serve it."""
+    from toolcrib.cli.database import DEFAULT_DATABASE, find_database, remember_database
     from toolcrib.cli.quickstart import prepare
 
-    settings = settings_for(database, host=host, port=port)
+    settings = settings_for(find_database(database) or DEFAULT_DATABASE, host=host, port=port)
+    remember_database(settings.database_url)  # every later command here finds this organization
     prepare(settings)
     serve(host=settings.host, port=settings.port, database=settings.database_url)

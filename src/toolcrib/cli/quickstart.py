@@ -57,6 +57,7 @@ async def _prepare(settings: Settings, state: Path) -> dict[str, str]:
             wanted["git"] = ("Git", git, ["--repository", str(_demo_repository(state))])
         for name, (label, command, args) in wanted.items():
             if command and name not in gw.connections:
+                console.print(f"connecting [bold]{name}[/bold] ({escape(command)}) ...")
                 row = await connections.add_connection(gw, name, connector=label, command=[command, *args])
                 out[name] = f"{row.status} ({row.tool_count} tools){' — ' + row.reason if row.reason else ''}"
         return out

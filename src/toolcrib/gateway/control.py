@@ -86,12 +86,12 @@ def _conn_views(rows: list[Any]) -> list[dict[str, Any]]:
     return [connections.connection_view(r) for r in rows]
 
 
-@_op("connections", "list", "List connections and their status.")
+@_op("connections", "list", "List connections.")
 async def _c_list(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
     return _conn_views(await connections.list_connections(gw, p))
 
 
-@_op("connections", "get", "Show one connection.", "name", "name")
+@_op("connections", "get", "One connection.", "name", "name")
 async def _c_get(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
     return connections.connection_view(await connections.get_connection(gw, a["name"], p))
 
@@ -99,7 +99,7 @@ async def _c_get(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
 @_op(
     "connections",
     "create",
-    "Connect an MCP server by command or URL.",
+    "Connect an MCP server (command or url).",
     "name connector command:argv url",
     "name connector",
 )
@@ -110,7 +110,7 @@ async def _c_create(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
     return connections.connection_view(row)
 
 
-@_op("connections", "update", "Change a connection's connector label.", "name connector", "name connector")
+@_op("connections", "update", "Relabel a connection.", "name connector", "name connector")
 async def _c_update(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
     return connections.connection_view(
         await connections.update_connection(gw, a["name"], connector=a["connector"], actor=p)
@@ -124,7 +124,7 @@ async def _c_delete(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
     return {"removed": a["name"]}
 
 
-@_op("connections", "refresh", "Re-read a connection's tool catalog.", "name", "name")
+@_op("connections", "refresh", "Re-read its tools.", "name", "name")
 async def _c_refresh(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
     return connections.connection_view(await connections.refresh_connection(gw, a["name"], p))
 
@@ -134,12 +134,12 @@ async def _m_list(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
     return [members.member_view(m) for m in await members.list_members(gw, p)]
 
 
-@_op("members", "invite", "Add a member with a role.", "name role", "name role")
+@_op("members", "invite", "Add a member.", "name role", "name role")
 async def _m_invite(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
     return members.member_view(await members.add_member(gw, a["name"], a["role"], p))
 
 
-@_op("members", "update_role", "Change a member's role.", "name role", "name role")
+@_op("members", "update_role", "Change role.", "name role", "name role")
 async def _m_role(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
     await members.set_role(gw, a["name"], a["role"], p)
     return {"name": a["name"], "role": a["role"]}
@@ -151,7 +151,7 @@ async def _m_suspend(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
     return {"suspended": a["name"]}
 
 
-@_op("members", "remove", "Remove a member and revoke their grants.", "name", "name")
+@_op("members", "remove", "Remove a member.", "name", "name")
 async def _m_remove(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
     await members.remove_member(gw, a["name"], p)
     return {"removed": a["name"]}
@@ -162,7 +162,7 @@ async def _g_list(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
     return [members.grant_view(g) for g in await members.list_tokens(gw, a.get("member"), p)]
 
 
-@_op("grants", "create", "Create a personal access token.", "member scopes", "member")
+@_op("grants", "create", "New access token.", "member scopes", "member")
 async def _g_create(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
     grant, token = await members.create_token(
         gw, a["member"], a.get("scopes") or members.DEFAULT_SCOPES, actor=p
@@ -176,7 +176,7 @@ async def _g_revoke(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
     return {"revoked": a["id"]}
 
 
-@_op("restrictions", "list", "List restriction rules.")
+@_op("restrictions", "list", "List rules.")
 async def _r_list(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
     return [restrictions.rule_view(r) for r in await restrictions.list_restrictions(gw, p)]
 
@@ -184,7 +184,7 @@ async def _r_list(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
 @_op(
     "restrictions",
     "create",
-    "Add an allow/block rule for a role or user.",
+    "Add allow/block rule.",
     "effect target_kind target connector account tool",
     "effect target_kind target",
 )
@@ -208,7 +208,7 @@ async def _r_delete(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
     return {"deleted": a["id"]}
 
 
-@_op("restrictions", "explain", "Say which rules decide a tool for a user or role.", "user role tool", "tool")
+@_op("restrictions", "explain", "Rules deciding a tool.", "user role tool", "tool")
 async def _r_explain(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
     return await restrictions.explain_restriction(
         gw, user=a.get("user"), role=a.get("role"), tool=a["tool"], actor=p
@@ -218,7 +218,7 @@ async def _r_explain(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
 @_op(
     "frozen",
     "set",
-    "Freeze a tool parameter to a JSON value.",
+    "Freeze a param (JSON).",
     "account tool param value",
     "account tool param value",
 )
@@ -233,7 +233,7 @@ async def _f_set(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
     return {"frozen": f"{a['account']}__{a['tool']}.{a['param']}"}
 
 
-@_op("frozen", "unset", "Unfreeze a tool parameter.", "account tool param", "account tool param")
+@_op("frozen", "unset", "Unfreeze a param.", "account tool param", "account tool param")
 async def _f_unset(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
     await restrictions.unset_frozen(gw, a["account"], a["tool"], a["param"], p)
     return {"unfrozen": f"{a['account']}__{a['tool']}.{a['param']}"}
@@ -253,7 +253,7 @@ def _seconds(value: float | None) -> float | None:
 @_op(
     "audit",
     "search",
-    "Search the audit trail (since/until: Unix seconds).",
+    "Audit trail; since/until: Unix s.",
     "member account operation outcome since:number until:number",
 )
 async def _a_search(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
@@ -271,7 +271,7 @@ async def _a_search(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
 @_op(
     "results",
     "read",
-    "Page through a stored full result.",
+    "Page a stored result.",
     "result_id offset:integer length:integer",
     "result_id",
 )
@@ -281,7 +281,7 @@ async def _res_read(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
     )
 
 
-@_op("tools", "diagnose", "Explain why a connected tool seems missing.", "name", "name")
+@_op("tools", "diagnose", "Why a tool is missing.", "name", "name")
 async def _t_diagnose(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
     return await diagnose.diagnose(gw, p, a["name"])
 
@@ -295,27 +295,84 @@ def check_operation_input(resource: str, operation: str, arguments: object) -> d
     return validate_input(_BY_KEY[(resource, operation)].input_schema, arguments)
 
 
+def _signature(key: str, op: Operation) -> str:
+    """``resource__operation(required,optional?)``: an operation's inputs in a few bytes."""
+    props = op.input_schema.get("properties", {})
+    required = set(op.input_schema.get("required", ()))
+    args = ",".join(p if p in required else p + "?" for p in props)
+    return f"{key}({args})" if args else key
+
+
+def _admin_annotations(ops: list[Operation]) -> dict[str, bool]:
+    """The loosest hint of the operations behind the one tool: read-only only if all of them are."""
+    classes = {classify_operation(o.operation) for o in ops}
+    if classes == {"read"}:
+        return _HINTS["read"]
+    return _HINTS["destructive" if "destructive" in classes else "write"]
+
+
 class ControlPlane:
-    """The registry the MCP face lists and dispatches."""
+    """The registry the MCP face lists and dispatches.
+
+    ``admin_surface`` ``individual`` lists each operation as its own tool (R-10.1); ``single``
+    lists the ones the caller may use behind one ``{prefix}__admin`` tool (R-10.2's setting), whose
+    ``operation`` is ``resource__operation`` and whose ``arguments`` are validated by that
+    operation's own ``inputSchema``."""
 
     def __init__(self, gw: Gateway) -> None:
         prefix = gw.settings.control_prefix
         self._gw = gw
         self._ops = {f"{prefix}__{o.resource}__{o.operation}": o for o in OPERATIONS}
+        self._admin = f"{prefix}__admin"
+        self._single = gw.settings.admin_surface == "single"
 
     def has(self, name: str) -> bool:
-        return name in self._ops
+        return name in self._ops or (self._single and name == self._admin)
 
     def all_operations(self) -> list[tuple[str, Operation]]:
         """Every operation with its listed name, for the REST face and its OpenAPI document."""
         return list(self._ops.items())
 
-    def definitions_for(self, principal: Principal) -> list[dict[str, Any]]:
+    def _usable(self, principal: Principal) -> list[tuple[str, Operation]]:
         return [
-            op.definition(name)
+            (name, op)
             for name, op in self._ops.items()
             if can_use_operation(principal, permission_for(op.resource, op.operation), op.operation)
         ]
+
+    def definitions_for(self, principal: Principal) -> list[dict[str, Any]]:
+        usable = self._usable(principal)
+        if not self._single:
+            return [op.definition(name) for name, op in usable]
+        if not usable:
+            return []
+        keys = [f"{op.resource}__{op.operation}" for _, op in usable]
+        signatures = " ".join(_signature(k, op) for k, (_, op) in zip(keys, usable, strict=True))
+        schema = {
+            "type": "object",
+            "properties": {"operation": {"enum": keys}, "arguments": {"type": "object"}},
+            "required": ["operation"],
+        }
+        return [
+            {
+                "name": self._admin,
+                "description": f"Admin operation with its arguments (?: optional): {signatures}",
+                "inputSchema": schema,
+                "annotations": _admin_annotations([op for _, op in usable]),
+            }
+        ]
+
+    def _unwrap(self, arguments: object) -> tuple[str, object]:
+        """The operation's listed name and its arguments from a ``{prefix}__admin`` call."""
+        keys = [f"{o.resource}__{o.operation}" for o in OPERATIONS]
+        schema = {
+            "type": "object",
+            "properties": {"operation": {"enum": keys}, "arguments": {"type": "object"}},
+            "required": ["operation"],
+        }
+        checked = validate_input(schema, arguments)
+        prefix = self._admin.removesuffix("__admin")
+        return f"{prefix}__{checked['operation']}", checked.get("arguments", {})
 
     async def call(
         self, principal: Principal, name: str, arguments: object, *, over_mcp: bool = True
@@ -325,9 +382,21 @@ class ControlPlane:
         arguments are validated by the operation's ``inputSchema`` before its handler runs."""
         if over_mcp:
             require_execute(principal)
+        nested = self._single and name == self._admin
+        if nested:
+            name, arguments = self._unwrap(arguments)
         op = self._ops.get(name)
         if op is None:
             raise NotFound(f"no operation {name!r}")
         require_operation(principal, permission_for(op.resource, op.operation), op.operation)
-        checked = validate_input(op.input_schema, arguments)
+        try:
+            checked = validate_input(op.input_schema, arguments)
+        except InvalidArguments as exc:
+            if not nested:
+                raise
+            raise InvalidArguments(
+                exc.message,
+                [{**e, "pointer": "/arguments" + (e.get("pointer") or "")} for e in exc.errors],
+                exc.accepted,
+            ) from exc
         return {"result": await op.handler(self._gw, principal, checked)}

@@ -28,6 +28,7 @@ from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.handles import resolve_handle
 from toolcrib.gateway.reach import Path
 from toolcrib.gateway.results import shape_and_store
+from toolcrib.logs import traced
 from toolcrib.policy.gates import (
     Principal,
     require_allowed,
@@ -92,7 +93,8 @@ async def execute_tool(
     )
     # 14. tools/call upstream with a timeout; 15. the audit entry, opened before and closed after
     spec = spec_of(gw, row)
-    raw = await _call_audited(gw, principal, row, record, risk, exact, spec)
+    call = _call_audited(gw, principal, row, record, risk, exact, spec)
+    raw = await traced("upstream_call", principal.member, record.public_name, call)
     # 16. shape: redaction, then caps
     return await shape_and_store(
         gw,

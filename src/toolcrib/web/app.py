@@ -24,6 +24,7 @@ from toolcrib.gateway.control import ControlPlane
 from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.identity import authenticate
 from toolcrib.gateway.surface import SURFACES
+from toolcrib.logs import RequestLog
 from toolcrib.policy.gates import Principal
 from toolcrib.policy.scopes import SCOPES
 from toolcrib.settings import Settings
@@ -144,7 +145,10 @@ def create_app(settings: Settings, *, gateway: Gateway | None = None) -> Starlet
             Route("/mcp", Authenticated(_SessionManagerApp(), settings), methods=["GET", "POST", "DELETE"]),
             Route("/api/{resource}/{operation}", Authenticated(api, settings), methods=["POST"]),
         ],
-        middleware=[Middleware(BodyLimit, limit=settings.max_body_bytes)],
+        middleware=[
+            Middleware(RequestLog, principal_key=PRINCIPAL_KEY),
+            Middleware(BodyLimit, limit=settings.max_body_bytes),
+        ],
         lifespan=lifespan,
     )
 

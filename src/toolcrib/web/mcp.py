@@ -18,6 +18,7 @@ from toolcrib.gateway.faults import in_band
 from toolcrib.gateway.inputs import validate_input
 from toolcrib.gateway.search import flat_listing_bytes, search_tools
 from toolcrib.gateway.surface import SURFACES, meta_input_schemas, meta_tool_definitions
+from toolcrib.logs import traced
 from toolcrib.policy.gates import Principal, lists_tools, require_execute
 from toolcrib.web.telemetry import Telemetry
 
@@ -100,7 +101,8 @@ def build_mcp_server(gw: Gateway, control: ControlPlane, telemetry: Telemetry) -
         name = params.name
         with telemetry.call(name) as outcome:
             try:
-                result = await dispatch(principal, name, params.arguments or {})
+                work = dispatch(principal, name, params.arguments or {})
+                result = await traced("tool_call", principal.member, name, work, _tool_outcome)
             except Exception as exc:
                 error = in_band(exc)
                 outcome.error(error.code)
@@ -110,3 +112,7 @@ def build_mcp_server(gw: Gateway, control: ControlPlane, telemetry: Telemetry) -
             return result
 
     return Server("toolcrib", version="0.1.0", on_list_tools=on_list_tools, on_call_tool=on_call_tool)
+
+
+def _tool_outcome(result: types.CallToolResult) -> str:
+    return "tool_error" if result.is_error else "ok"

@@ -1,0 +1,37 @@
+"""The connected tools as the operator sees them: ``toolcrib tools list`` (#13).
+
+Models never get this list (they search); the operator on the host does, one row per usable tool
+with its connection's status and the risk class its card states.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from toolcrib.errors import NotFound
+from toolcrib.gateway.core import Gateway
+
+__all__ = ["list_tools"]
+
+
+async def list_tools(gw: Gateway, connection: str | None = None) -> list[dict[str, Any]]:
+    """Every usable tool (of one ``connection`` when named), by public name."""
+    if connection is not None and connection not in gw.connections:
+        raise NotFound(f"no connection named {connection!r}")
+    rows = []
+    for account, tools in sorted(gw.catalogs.items()):
+        row = gw.connections.get(account)
+        if row is None or (connection is not None and account != connection):
+            continue
+        for name in sorted(tools):
+            card = tools[name].card or {}
+            rows.append(
+                {
+                    "name": tools[name].record.public_name,
+                    "connection": account,
+                    "status": row.status,
+                    "risk": card.get("risk"),
+                    "description": card.get("description"),
+                }
+            )
+    return rows
