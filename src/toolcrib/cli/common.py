@@ -63,12 +63,20 @@ def settings_for(database: str | None, **overrides: Any) -> Settings:
     return Settings(**values)
 
 
-def run_gateway(database: str | None, work: Callable[[Gateway], Awaitable[T]], **overrides: Any) -> T:
-    """Open the gateway (migrating the database), run ``work``, close; errors exit 1 with a message."""
+def run_gateway(
+    database: str | None, work: Callable[[Gateway], Awaitable[T]], *, meaning: bool = False, **overrides: Any
+) -> T:
+    """Open the gateway (migrating the database), run ``work``, close; errors exit 1 with a message.
+
+    Only a command that searches (``meaning=True``) loads the meaning channel's model (about a
+    second); the others leave tool vectors to the serving gateways, which encode them once.
+    """
     import anyio
 
     from toolcrib.gateway.core import Gateway
 
+    if not meaning:
+        overrides["semantic"] = False
     settings = settings_for(database, **overrides)
 
     async def main() -> T:

@@ -140,7 +140,7 @@ def search(
     async def work(gw: Gateway) -> dict[str, Any]:
         return await search_tools(gw, await members.operator_principal(gw, as_member), query, limit)
 
-    found = run_gateway(database, work)
+    found = run_gateway(database, work, meaning=True)
     if as_json:
         emit(found, True)
         return
