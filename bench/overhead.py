@@ -180,7 +180,7 @@ async def _side(
 ) -> dict[str, Any]:
     """Sequential, 16 and 64 clients, and 50 x 20, each client with a session of its own."""
     out: dict[str, Any] = {}
-    async with open_call() as call:
+    async with open_call() as call, _profiled(args, pid, "sequential"):
         cpu0 = _cpu_seconds(pid) if pid else 0.0
         out["sequential"] = await _sequential(call, args.calls)
         if pid:
@@ -188,7 +188,7 @@ async def _side(
                 (_cpu_seconds(pid) - cpu0) * 1000 / (args.calls + 10), 2
             )
     for clients, seconds, each in ((16, args.seconds, None), (64, args.seconds, None), (50, None, 20)):
-        async with _many(open_call, clients) as calls:
+        async with _many(open_call, clients) as calls, _profiled(args, pid if clients == 16 else None, "c16"):
             before = rows() if rows else 0
             cpu0 = _cpu_seconds(pid) if pid else 0.0
             run = await _concurrent(calls, seconds=seconds, each=each)
@@ -198,6 +198,25 @@ async def _side(
                 run["audit_rows"] = rows() - before
         out[f"clients_{clients}" if each is None else "burst_50x20"] = run
     return out
+
+
+@asynccontextmanager
+async def _profiled(args: argparse.Namespace, pid: int | None, name: str) -> AsyncIterator[None]:
+    """With ``--profile DIR``, py-spy samples the gateway (``pid``) meanwhile, into DIR/name.txt."""
+    if args.profile is None or pid is None:
+        yield
+        return
+    args.profile.mkdir(parents=True, exist_ok=True)
+    spy = shutil.which("py-spy") or str(Path(PYTHON).parent / "py-spy")
+    out = args.profile / f"{name}.txt"
+    cmd = [spy, "record", "-p", str(pid), "-f", "raw", "-o", str(out), "-r", "200", "--threads"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # noqa: ASYNC220
+    try:
+        await anyio.sleep(0.5)
+        yield
+    finally:
+        proc.send_signal(2)
+        proc.wait(30)
 
 
 @asynccontextmanager
@@ -387,6 +406,7 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=300, help="sequential calls per side")
     parser.add_argument("--seconds", type=float, default=10.0, help="seconds of each concurrent run")
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--profile", type=Path, default=None, help="py-spy raw samples into this folder")
     args = parser.parse_args()
     report = anyio.run(run, args)
     args.out.parent.mkdir(parents=True, exist_ok=True)

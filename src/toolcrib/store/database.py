@@ -61,12 +61,17 @@ def _sqlite_pragmas(busy_ms: int) -> Any:
     def on_connect(dbapi_connection: Any, _record: Any) -> None:
         # The driver emits no BEGIN of its own; ``_sqlite_begin`` does (the SQLAlchemy recipe).
         dbapi_connection.isolation_level = None
-        # WAL lets readers run beside the one writer; busy_timeout waits instead of failing at once;
-        # synchronous=FULL makes every committed audit row durable before the answer returns.
+        # WAL lets readers run beside the one writer; busy_timeout waits instead of failing at once.
+        # synchronous=NORMAL in WAL: a commit writes its frames to the WAL file (write(2), into the
+        # OS) before it returns, and the WAL is fsynced at each checkpoint. A committed transaction
+        # therefore survives any crash of this process (SIGKILL, OOM kill, a fault): the audit row
+        # of is durable against the crash the SPEC names. Only an OS crash or a power loss
+        # can roll back the last transactions before a checkpoint; FULL (an fsync per commit)
+        # would cover that too, at ~1 fsync per audit write (docs/performance.md, #12).
         cursor = dbapi_connection.cursor()
         cursor.execute(f"PRAGMA busy_timeout={busy_ms}")
         cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute("PRAGMA synchronous=FULL")
+        cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.close()
 

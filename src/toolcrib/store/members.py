@@ -65,13 +65,13 @@ async def insert_member(db: Database, name: str, role: str) -> MemberRow:
 
 
 async def get_member(db: Database, name: str) -> MemberRow | None:
-    async with db.begin() as conn:
+    async with db.read() as conn:
         r = (await conn.execute(select(members).where(members.c.name == name))).first()
     return _member(r) if r else None
 
 
 async def list_members(db: Database) -> list[MemberRow]:
-    async with db.begin() as conn:
+    async with db.read() as conn:
         rows = (await conn.execute(select(members).order_by(members.c.name))).all()
     return [_member(r) for r in rows]
 
@@ -109,8 +109,11 @@ async def insert_grant(
 
 
 async def find_grant_by_token(db: Database, token: str) -> tuple[GrantRow, MemberRow] | None:
-    """The grant a token belongs to, with its member — read on every call, never cached (R-7.6)."""
-    async with db.begin() as conn:
+    """The grant a token belongs to, with its member — read on every call, never cached (R-7.6).
+
+    One indexed read in a read transaction: it does not take SQLite's write turn, so it runs beside
+    the audit writes instead of queueing behind them (#12)."""
+    async with db.read() as conn:
         r = (
             await conn.execute(
                 select(grants, members.c.role, members.c.status, members.c.created_at.label("m_created"))
@@ -124,7 +127,7 @@ async def find_grant_by_token(db: Database, token: str) -> tuple[GrantRow, Membe
 
 
 async def get_grant(db: Database, grant_id: str) -> GrantRow | None:
-    async with db.begin() as conn:
+    async with db.read() as conn:
         r = (await conn.execute(select(grants).where(grants.c.id == grant_id))).first()
     return _grant(r) if r else None
 
@@ -133,7 +136,7 @@ async def list_grants(db: Database, member: str | None = None) -> list[GrantRow]
     query = select(grants).order_by(grants.c.created_at)
     if member:
         query = query.where(grants.c.member == member)
-    async with db.begin() as conn:
+    async with db.read() as conn:
         rows = (await conn.execute(query)).all()
     return [_grant(r) for r in rows]
 
