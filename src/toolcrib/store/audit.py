@@ -6,6 +6,7 @@ pending by a process that is gone reads ``unknown`` (``store.instances.recover_o
 
 from __future__ import annotations
 
+import sqlite3
 import weakref
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -129,6 +130,9 @@ class _AuditWriter:
 
     async def _write(self, batch: list[_Op]) -> None:
         try:
+            if self._db.is_sqlite:
+                await self._db.run_write(lambda conn: _write_raw(conn, batch))
+                return
             async with self._db.begin() as conn:
                 for op in batch:
                     if op.insert is not None:
@@ -145,6 +149,25 @@ class _AuditWriter:
             for op in batch:
                 op.done = True
 
+
+def _write_raw(conn: sqlite3.Connection, batch: list[_Op]) -> None:
+    """The batch on SQLite's own driver, inside the transaction ``run_write`` opened."""
+    for op in batch:
+        if op.insert is not None:
+            columns = list(op.insert)
+            sql = f"INSERT INTO {audit.name} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
+            cursor = conn.execute(sql, [op.insert[c] for c in columns])
+            assert cursor.lastrowid is not None
+            op.entry_id = int(cursor.lastrowid)
+    closes = [op.close for op in batch if op.close is not None]
+    if closes:
+        conn.executemany(_CLOSE_SQL, closes)
+
+
+_CLOSE_SQL = (
+    f"UPDATE {audit.name} SET outcome = :b_outcome, error_code = :b_error_code, "
+    "finished_at = :b_finished_at, duration_ms = :b_duration_ms WHERE id = :b_id"
+)
 
 _writers: weakref.WeakKeyDictionary[Database, _AuditWriter] = weakref.WeakKeyDictionary()
 
