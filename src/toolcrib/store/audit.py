@@ -6,10 +6,13 @@ pending by a process that is gone reads ``unknown`` (``store.instances.recover_o
 
 from __future__ import annotations
 
+import sqlite3
+import weakref
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from sqlalchemy import insert, select, update
+import anyio
+from sqlalchemy import bindparam, insert, select, update
 
 from toolcrib.store.database import Database
 from toolcrib.store.tables import audit
@@ -51,13 +54,13 @@ class AuditFilter:
 
 
 async def open_entry(db: Database, entry: AuditEntry) -> int:
+    """Insert ``entry`` as pending; committed (durable) when this returns (R-11.1)."""
     values = entry.to_json()
     values.pop("id")
-    async with db.begin() as conn:
-        result = await conn.execute(insert(audit).values(**values))
-    pk = result.inserted_primary_key
-    assert pk is not None
-    entry.id = int(pk[0])
+    op = _Op(insert=values)
+    await _writer(db).submit(op)
+    assert op.entry_id is not None
+    entry.id = op.entry_id
     return entry.id
 
 
@@ -65,17 +68,115 @@ async def close_entry(
     db: Database, entry_id: int, *, outcome: str, error_code: str | None, started: float, finished: float
 ) -> None:
     """Close a pending row; ``started`` and ``finished`` come from the same (gateway's) clock."""
-    async with db.begin() as conn:
-        await conn.execute(
-            update(audit)
-            .where(audit.c.id == entry_id)
-            .values(
-                outcome=outcome,
-                error_code=error_code,
-                finished_at=finished,
-                duration_ms=(finished - started) * 1000,
-            )
-        )
+    values = {
+        "b_id": entry_id,
+        "b_outcome": outcome,
+        "b_error_code": error_code,
+        "b_finished_at": finished,
+        "b_duration_ms": (finished - started) * 1000,
+    }
+    await _writer(db).submit(_Op(close=values))
+
+
+# --- group commit -------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Op:
+    insert: dict[str, Any] | None = None
+    close: dict[str, Any] | None = None
+    entry_id: int | None = None
+    done: bool = False
+    error: BaseException | None = None
+
+
+_CLOSE = (
+    update(audit)
+    .where(audit.c.id == bindparam("b_id"))
+    .values(
+        outcome=bindparam("b_outcome"),
+        error_code=bindparam("b_error_code"),
+        finished_at=bindparam("b_finished_at"),
+        duration_ms=bindparam("b_duration_ms"),
+    )
+)
+
+
+class _AuditWriter:
+    """Audit writes of concurrent calls share transactions (group commit, #12).
+
+    A call puts its write in the queue and takes the writer's turn; whoever holds the turn writes
+    every queued write in one transaction and commits it, and each call returns only once the
+    transaction holding its write has committed — so a row is durable before its call goes
+    upstream, exactly as with one transaction per row. Writes queued meanwhile go in the next
+    transaction; a call whose write an earlier turn already committed returns at once.
+    The write is shielded: a cancelled call still learns whether its row was written.
+    """
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self._queue: list[_Op] = []
+        self._turn = anyio.Lock()
+
+    async def submit(self, op: _Op) -> None:
+        self._queue.append(op)
+        with anyio.CancelScope(shield=True):
+            async with self._turn:
+                if not op.done:
+                    batch, self._queue = self._queue, []
+                    await self._write(batch)
+        if op.error is not None:
+            raise op.error
+
+    async def _write(self, batch: list[_Op]) -> None:
+        try:
+            if self._db.is_sqlite:
+                await self._db.run_write(lambda conn: _write_raw(conn, batch))
+                return
+            async with self._db.begin() as conn:
+                for op in batch:
+                    if op.insert is not None:
+                        pk = (await conn.execute(insert(audit).values(**op.insert))).inserted_primary_key
+                        assert pk is not None
+                        op.entry_id = int(pk[0])
+                closes = [op.close for op in batch if op.close is not None]
+                if closes:
+                    await conn.execute(_CLOSE, closes)
+        except Exception as exc:
+            for op in batch:  # every call of the batch answers with the store's error
+                op.error = exc
+        finally:
+            for op in batch:
+                op.done = True
+
+
+def _write_raw(conn: sqlite3.Connection, batch: list[_Op]) -> None:
+    """The batch on SQLite's own driver, inside the transaction ``run_write`` opened."""
+    for op in batch:
+        if op.insert is not None:
+            columns = list(op.insert)
+            sql = f"INSERT INTO {audit.name} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
+            cursor = conn.execute(sql, [op.insert[c] for c in columns])
+            assert cursor.lastrowid is not None
+            op.entry_id = int(cursor.lastrowid)
+    closes = [op.close for op in batch if op.close is not None]
+    if closes:
+        conn.executemany(_CLOSE_SQL, closes)
+
+
+_CLOSE_SQL = (
+    f"UPDATE {audit.name} SET outcome = :b_outcome, error_code = :b_error_code, "
+    "finished_at = :b_finished_at, duration_ms = :b_duration_ms WHERE id = :b_id"
+)
+
+_writers: weakref.WeakKeyDictionary[Database, _AuditWriter] = weakref.WeakKeyDictionary()
+
+
+def _writer(db: Database) -> _AuditWriter:
+    writer = _writers.get(db)
+    if writer is None:
+        writer = _writers[db] = _AuditWriter(db)
+    return writer
 
 
 async def search(db: Database, f: AuditFilter) -> list[AuditEntry]:

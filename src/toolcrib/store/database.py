@@ -15,12 +15,13 @@ runs beside a writer.
 from __future__ import annotations
 
 import logging
+import sqlite3
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 from alembic import command
@@ -34,6 +35,8 @@ from toolcrib.errors import StoreBusy, StoreError
 from toolcrib.settings import async_database_url
 
 __all__ = ["Database", "is_busy"]
+
+T = TypeVar("T")
 
 logger = logging.getLogger(__name__)
 
@@ -61,16 +64,25 @@ def _sqlite_pragmas(busy_ms: int) -> Any:
     def on_connect(dbapi_connection: Any, _record: Any) -> None:
         # The driver emits no BEGIN of its own; ``_sqlite_begin`` does (the SQLAlchemy recipe).
         dbapi_connection.isolation_level = None
-        # WAL lets readers run beside the one writer; busy_timeout waits instead of failing at once;
-        # synchronous=FULL makes every committed audit row durable before the answer returns (R-11.1).
-        cursor = dbapi_connection.cursor()
-        cursor.execute(f"PRAGMA busy_timeout={busy_ms}")
-        cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute("PRAGMA synchronous=FULL")
-        cursor.execute("PRAGMA foreign_keys=ON")
-        cursor.close()
+        _set_pragmas(dbapi_connection, busy_ms)
 
     return on_connect
+
+
+def _set_pragmas(dbapi_connection: Any, busy_ms: int) -> None:
+    # WAL lets readers run beside the one writer; busy_timeout waits instead of failing at once.
+    # synchronous=NORMAL in WAL: a commit writes its frames to the WAL file (write(2), into the
+    # OS) before it returns, and the WAL is fsynced at each checkpoint. A committed transaction
+    # therefore survives any crash of this process (SIGKILL, OOM kill, a fault): the audit row
+    # of R-11.1 is durable against the crash the SPEC names. Only an OS crash or a power loss
+    # can roll back the last transactions before a checkpoint; FULL (an fsync per commit)
+    # would cover that too, at ~1 fsync per audit write (docs/performance.md, #12).
+    cursor = dbapi_connection.cursor()
+    cursor.execute(f"PRAGMA busy_timeout={busy_ms}")
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.close()
 
 
 def _sqlite_begin(conn: Connection) -> None:
@@ -85,16 +97,19 @@ class Database:
         self.busy_seconds = busy_seconds
         self.is_sqlite = url.startswith("sqlite")
         self._writers: anyio.Lock | None = anyio.Lock() if self.is_sqlite else None
+        self._busy_ms = max(1, min(_SQLITE_WAIT_MS, int(busy_seconds * 1000)))
+        self._raw_writer: sqlite3.Connection | None = None
+        self._raw_readers: list[sqlite3.Connection] = []
         if self.is_sqlite:
             path = Path(url.removeprefix("sqlite:///"))
             path.parent.mkdir(parents=True, exist_ok=True)
+            self._path = str(path)
         try:
             self.engine: AsyncEngine = create_async_engine(async_database_url(url))
         except (SQLAlchemyError, ImportError) as exc:
             raise StoreError(f"cannot open the database ({type(exc).__name__})") from exc
         if self.is_sqlite:
-            busy_ms = max(1, min(_SQLITE_WAIT_MS, int(busy_seconds * 1000)))
-            event.listen(self.engine.sync_engine, "connect", _sqlite_pragmas(busy_ms))
+            event.listen(self.engine.sync_engine, "connect", _sqlite_pragmas(self._busy_ms))
             event.listen(self.engine.sync_engine, "begin", _sqlite_begin)
 
     async def migrate(self, revision: str = "head") -> None:
@@ -194,7 +209,72 @@ class Database:
                 raise
         return conn
 
-    def _translated(self, exc: SQLAlchemyError) -> StoreError:
+    # --- the hot path on SQLite: one thread hop per transaction (#12) ----------------------------
+
+    async def run_write(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """SQLite only: ``work`` in one ``BEGIN IMMEDIATE`` transaction, committed on return.
+
+        It runs on one connection reserved for these writes, in a worker thread, as one hop (the
+        SQLAlchemy path costs a hop per statement, per begin, commit and pool reset). The write
+        turn, the busy retries and the ``StoreBusy``/``StoreError`` answers are those of ``begin``.
+        """
+        deadline = time.monotonic() + self.busy_seconds
+        async with self._writer_turn("BEGIN IMMEDIATE", deadline):
+            return await self._raw(
+                lambda: self._run_raw(self._writer_connection(), "BEGIN IMMEDIATE", work), deadline
+            )
+
+    async def run_read(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """SQLite only: ``work`` in one read transaction (beside a writer), in a worker thread."""
+        deadline = time.monotonic() + self.busy_seconds
+
+        def read() -> T:
+            try:
+                conn = self._raw_readers.pop()
+            except IndexError:
+                conn = self._raw_connect()
+            try:
+                return self._run_raw(conn, "BEGIN", work)
+            finally:
+                self._raw_readers.append(conn)
+
+        return await self._raw(read, deadline)
+
+    async def _raw(self, call: Callable[[], T], deadline: float) -> T:
+        pause = _FIRST_PAUSE
+        while True:
+            try:
+                with anyio.CancelScope(shield=True):  # the thread finishes its transaction anyway
+                    return await anyio.to_thread.run_sync(call)
+            except sqlite3.Error as exc:
+                if not is_busy(exc) or time.monotonic() + pause > deadline:
+                    raise self._translated(exc) from exc
+            await anyio.sleep(pause)
+            pause = min(_MAX_PAUSE, pause * 2)
+
+    @staticmethod
+    def _run_raw(conn: sqlite3.Connection, begin: str, work: Callable[[sqlite3.Connection], T]) -> T:
+        conn.execute(begin)
+        try:
+            result = work(conn)
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        return result
+
+    def _writer_connection(self) -> sqlite3.Connection:
+        if self._raw_writer is None:
+            self._raw_writer = self._raw_connect()
+        return self._raw_writer
+
+    def _raw_connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
+        _set_pragmas(conn, self._busy_ms)
+        return conn
+
+    def _translated(self, exc: Exception) -> StoreError:
         if is_busy(exc):
             logger.warning("database busy for over %g s: %s", self.busy_seconds, exc)
             return StoreBusy(f"the database stayed busy for over {self.busy_seconds:g} s; retry the call")
@@ -202,6 +282,10 @@ class Database:
         return StoreError(f"the database failed ({type(exc).__name__}); the details are in the log")
 
     async def close(self) -> None:
+        raw = [c for c in (self._raw_writer, *self._raw_readers) if c is not None]
+        self._raw_writer, self._raw_readers = None, []
+        for conn in raw:
+            conn.close()
         await self.engine.dispose()
 
 

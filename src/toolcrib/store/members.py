@@ -65,13 +65,13 @@ async def insert_member(db: Database, name: str, role: str) -> MemberRow:
 
 
 async def get_member(db: Database, name: str) -> MemberRow | None:
-    async with db.begin() as conn:
+    async with db.read() as conn:
         r = (await conn.execute(select(members).where(members.c.name == name))).first()
     return _member(r) if r else None
 
 
 async def list_members(db: Database) -> list[MemberRow]:
-    async with db.begin() as conn:
+    async with db.read() as conn:
         rows = (await conn.execute(select(members).order_by(members.c.name))).all()
     return [_member(r) for r in rows]
 
@@ -109,13 +109,23 @@ async def insert_grant(
 
 
 async def find_grant_by_token(db: Database, token: str) -> tuple[GrantRow, MemberRow] | None:
-    """The grant a token belongs to, with its member — read on every call, never cached (R-7.6)."""
-    async with db.begin() as conn:
+    """The grant a token belongs to, with its member — read on every call, never cached (R-7.6).
+
+    One indexed read in a read transaction: it does not take SQLite's write turn, so it runs beside
+    the audit writes instead of queueing behind them; on SQLite it is one thread hop (#12)."""
+    token_hash = hash_token(token)
+    if db.is_sqlite:
+        r: Any = await db.run_read(lambda conn: conn.execute(_GRANT_BY_HASH, (token_hash,)).fetchone())
+        if r is None:
+            return None
+        grant = GrantRow(r[0], r[1], r[2], frozenset(r[3].split()), r[4], r[5], r[6])
+        return grant, MemberRow(name=r[1], role=r[7], status=r[8], created_at=r[9])
+    async with db.read() as conn:
         r = (
             await conn.execute(
                 select(grants, members.c.role, members.c.status, members.c.created_at.label("m_created"))
                 .join(members, members.c.name == grants.c.member)
-                .where(grants.c.token_hash == hash_token(token))
+                .where(grants.c.token_hash == token_hash)
             )
         ).first()
     if r is None:
@@ -123,8 +133,15 @@ async def find_grant_by_token(db: Database, token: str) -> tuple[GrantRow, Membe
     return _grant(r), MemberRow(name=r.member, role=r.role, status=r.status, created_at=r.m_created)
 
 
+_GRANT_BY_HASH = (
+    "SELECT g.id, g.member, g.kind, g.scopes, g.created_at, g.expires_at, g.revoked_at,"
+    " m.role, m.status, m.created_at"
+    f" FROM {grants.name} g JOIN {members.name} m ON m.name = g.member WHERE g.token_hash = ?"
+)
+
+
 async def get_grant(db: Database, grant_id: str) -> GrantRow | None:
-    async with db.begin() as conn:
+    async with db.read() as conn:
         r = (await conn.execute(select(grants).where(grants.c.id == grant_id))).first()
     return _grant(r) if r else None
 
@@ -133,7 +150,7 @@ async def list_grants(db: Database, member: str | None = None) -> list[GrantRow]
     query = select(grants).order_by(grants.c.created_at)
     if member:
         query = query.where(grants.c.member == member)
-    async with db.begin() as conn:
+    async with db.read() as conn:
         rows = (await conn.execute(query)).all()
     return [_grant(r) for r in rows]
 

@@ -111,7 +111,16 @@ def build_mcp_server(gw: Gateway, control: ControlPlane, telemetry: Telemetry) -
                 outcome.error("tool_error")
             return result
 
-    return Server("toolcrib", version="0.1.0", on_list_tools=on_list_tools, on_call_tool=on_call_tool)
+    # The SDK checks a tools/call's ``Mcp-Param-*`` headers against the tool's inputSchema; without
+    # this lookup it finds the schema by running the whole ``tools/list`` handler on every call (#12).
+    schemas: dict[str, Any] = {**meta_schemas, **{n: op.input_schema for n, op in control.all_operations()}}
+    return Server(
+        "toolcrib",
+        version="0.1.0",
+        on_list_tools=on_list_tools,
+        on_call_tool=on_call_tool,
+        get_tool_input_schema=schemas.get,
+    )
 
 
 def _tool_outcome(result: types.CallToolResult) -> str:

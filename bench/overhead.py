@@ -1,0 +1,418 @@
+"""The cost of the gateway on the hot path: a direct MCP session against ``execute_tool`` (#12).
+
+Same run, same machine, loopback only:
+
+- HTTP: an SDK client straight to the fixture server (``--http PORT``, tool ``echo_message``)
+  against the same call through a real ``toolcrib serve`` subprocess, ``execute_tool`` by handle;
+- sequential p50/p90/p99 over ``--calls`` calls; throughput of 16 and 64 clients for
+  ``--seconds`` each; the gateway's CPU (utime+stime from /proc) per call; errors; the exact audit
+  row count after the concurrent runs; a 50 clients x 20 calls burst (1,000 rows, 0 errors);
+- stdio: ``mcp-server-time`` in a direct SDK stdio session against the same through the gateway;
+- start-up: ``toolcrib serve`` to ``/healthz`` 200 with two connections, and idle RSS.
+
+A ContextForge row is left out unless ``TOOLCRIB_BENCH_CONTEXTFORGE_VENV`` names a venv with it;
+this script then only says so (the figures of #12 were taken by hand).
+
+    PYTHONPATH=src python bench/overhead.py [--calls 300] [--seconds 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+from mcp.client import Client
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "bench" / "out" / "overhead.json"
+PYTHON = sys.executable
+TICKS = os.sysconf("SC_CLK_TCK")
+Call = Callable[[], Awaitable[Any]]
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = f"{ROOT / 'src'}{os.pathsep}{ROOT}{os.pathsep}{env.get('PYTHONPATH', '')}"
+    return env
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_http(url: str, proc: subprocess.Popen[bytes], timeout: float = 60.0, *, ok: bool = True) -> float:
+    """Seconds until ``url`` answers (200 when ``ok``; bounded), failing if ``proc`` died."""
+    start = time.monotonic()
+    while time.monotonic() - start < timeout:
+        if proc.poll() is not None:
+            raise RuntimeError(f"process exited with {proc.returncode} before serving {url}")
+        try:
+            status = httpx2.get(url, timeout=1.0).status_code
+            if status == 200 or not ok:
+                return time.monotonic() - start
+        except httpx2.HTTPError:
+            pass
+        time.sleep(0.02)
+    raise TimeoutError(url)
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime (fields 14, 15)
+
+
+def _rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def _cli(db: str, *args: str) -> Any:
+    out = subprocess.run(
+        [PYTHON, "-m", "toolcrib.cli", *args, "--database", db, "--json"],
+        env=_env(),
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    return json.loads(out.stdout)
+
+
+# --- clients -------------------------------------------------------------------------------------
+
+
+@asynccontextmanager
+async def _http_client(url: str, token: str | None = None) -> AsyncIterator[Client]:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    limits = httpx2.Limits(max_connections=200, max_keepalive_connections=200)
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=60, limits=limits) as http,
+        Client(streamable_http_client(url, http_client=http), cache=None) as client,
+    ):
+        yield client
+
+
+def _checked(result: Any) -> Any:
+    if result.is_error:
+        raise RuntimeError(str(result.content)[:300])
+    return result
+
+
+def _percentiles(samples: list[float]) -> dict[str, float]:
+    ordered = sorted(samples)
+
+    def at(q: float) -> float:
+        return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000, 2)
+
+    return {"p50_ms": at(0.50), "p90_ms": at(0.90), "p99_ms": at(0.99), "n": len(ordered)}
+
+
+async def _sequential(call: Call, calls: int) -> dict[str, float]:
+    for _ in range(10):  # warm-up
+        await call()
+    samples = []
+    for _ in range(calls):
+        t0 = time.perf_counter()
+        await call()
+        samples.append(time.perf_counter() - t0)
+    return _percentiles(samples)
+
+
+async def _concurrent(calls: list[Call], *, seconds: float | None, each: int | None) -> dict[str, Any]:
+    """Every client calls in a loop for ``seconds`` (or ``each`` times); latencies and errors."""
+    samples: list[float] = []
+    errors = 0
+    end = time.monotonic() + (seconds or 0)
+
+    async def client(call: Call) -> None:
+        nonlocal errors
+        done = 0
+        while (each is not None and done < each) or (each is None and time.monotonic() < end):
+            t0 = time.perf_counter()
+            try:
+                await call()
+            except Exception:
+                errors += 1
+            samples.append(time.perf_counter() - t0)
+            done += 1
+
+    t0 = time.monotonic()
+    async with anyio.create_task_group() as tg:
+        for call in calls:
+            tg.start_soon(client, call)
+    elapsed = time.monotonic() - t0
+    return {
+        "clients": len(calls),
+        "calls": len(samples),
+        "errors": errors,
+        "seconds": round(elapsed, 2),
+        "calls_per_s": round(len(samples) / elapsed, 1),
+        **_percentiles(samples or [0.0]),
+    }
+
+
+# --- one side ------------------------------------------------------------------------------------
+
+
+async def _side(
+    open_call: Callable[[], Any], args: argparse.Namespace, pid: int | None, rows: Callable[[], int] | None
+) -> dict[str, Any]:
+    """Sequential, 16 and 64 clients, and 50 x 20, each client with a session of its own."""
+    out: dict[str, Any] = {}
+    async with open_call() as call, _profiled(args, pid, "sequential"):
+        cpu0 = _cpu_seconds(pid) if pid else 0.0
+        out["sequential"] = await _sequential(call, args.calls)
+        if pid:
+            out["sequential"]["gateway_cpu_ms_per_call"] = round(
+                (_cpu_seconds(pid) - cpu0) * 1000 / (args.calls + 10), 2
+            )
+    for clients, seconds, each in ((16, args.seconds, None), (64, args.seconds, None), (50, None, 20)):
+        async with _many(open_call, clients) as calls, _profiled(args, pid if clients == 16 else None, "c16"):
+            before = rows() if rows else 0
+            cpu0 = _cpu_seconds(pid) if pid else 0.0
+            run = await _concurrent(calls, seconds=seconds, each=each)
+            if pid:
+                run["gateway_cpu_ms_per_call"] = round((_cpu_seconds(pid) - cpu0) * 1000 / run["calls"], 2)
+            if rows:
+                run["audit_rows"] = rows() - before
+        out[f"clients_{clients}" if each is None else "burst_50x20"] = run
+    return out
+
+
+@asynccontextmanager
+async def _profiled(args: argparse.Namespace, pid: int | None, name: str) -> AsyncIterator[None]:
+    """With ``--profile DIR``, py-spy samples the gateway (``pid``) meanwhile, into DIR/name.txt."""
+    if args.profile is None or pid is None:
+        yield
+        return
+    args.profile.mkdir(parents=True, exist_ok=True)
+    spy = shutil.which("py-spy") or str(Path(PYTHON).parent / "py-spy")
+    out = args.profile / f"{name}.txt"
+    cmd = [spy, "record", "-p", str(pid), "-f", "raw", "-o", str(out), "-r", "200", "--threads"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # noqa: ASYNC220
+    try:
+        await anyio.sleep(0.5)
+        yield
+    finally:
+        proc.send_signal(2)
+        proc.wait(30)
+
+
+@asynccontextmanager
+async def _many(open_call: Callable[[], Any], n: int) -> AsyncIterator[list[Call]]:
+    from contextlib import AsyncExitStack
+
+    async with AsyncExitStack() as stack:
+        yield [await stack.enter_async_context(open_call()) for _ in range(n)]
+
+
+def _direct_http(url: str) -> Callable[[], Any]:
+    @asynccontextmanager
+    async def open_call() -> AsyncIterator[Call]:
+        async with _http_client(url) as client:
+            yield lambda: _call(client, "echo_message", {"message": "hello"})
+
+    return open_call
+
+
+def _through_gateway(base: str, token: str, handle: str, arguments: dict[str, Any]) -> Callable[[], Any]:
+    @asynccontextmanager
+    async def open_call() -> AsyncIterator[Call]:
+        async with _http_client(base + "/mcp", token) as client:
+            yield lambda: _call(client, "execute_tool", {"action_id": handle, "arguments": arguments})
+
+    return open_call
+
+
+async def _call(client: Client, name: str, arguments: dict[str, Any]) -> Any:
+    return _checked(await client.call_tool(name, arguments))
+
+
+async def _handle(base: str, token: str, query: str, tool: str) -> str:
+    async with _http_client(base + "/mcp", token) as client:
+        found = (await client.call_tool("search_tools", {"query": query, "limit": 5})).structured_content
+    assert isinstance(found, dict), found
+    for card in found.get("results", []):
+        if card["name"] == tool:
+            return str(card["action_id"])
+    raise RuntimeError(f"{tool} not found by search: {found}")
+
+
+# --- the run -------------------------------------------------------------------------------------
+
+
+def _start_fixture() -> tuple[subprocess.Popen[bytes], str]:
+    port = _free_port()
+    cmd = [PYTHON, "-m", "tests.fixtures.fixture_server", "--http", str(port)]
+    quiet = subprocess.DEVNULL
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=_env(), stdout=quiet, stderr=quiet)
+    try:
+        _wait_http(f"http://127.0.0.1:{port}/", proc, ok=False)
+    except BaseException:
+        _stop(proc)
+        raise
+    return proc, f"http://127.0.0.1:{port}/mcp"
+
+
+def _time_server() -> list[str]:
+    found = shutil.which("mcp-server-time") or str(Path(PYTHON).parent / "mcp-server-time")
+    return [found]
+
+
+def _start_gateway(db: str, env: dict[str, str]) -> tuple[subprocess.Popen[bytes], str, float]:
+    port = _free_port()
+    log = open(Path(db.removeprefix("sqlite:///")).with_suffix(".log"), "ab")  # noqa: SIM115
+    cmd = [PYTHON, "-m", "toolcrib.cli", "serve", "--port", str(port), "--database", db]
+    proc = subprocess.Popen(cmd, cwd=ROOT, env={**_env(), **env}, stdout=log, stderr=log)
+    base = f"http://127.0.0.1:{port}"
+    return proc, base, _wait_http(base + "/healthz", proc)
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+
+
+async def _stdio_rows(base: str, token: str, calls: int) -> dict[str, Any]:
+    params = StdioServerParameters(command=_time_server()[0], args=[])
+    arguments = {"timezone": "UTC"}
+
+    @asynccontextmanager
+    async def direct() -> AsyncIterator[Call]:
+        async with Client(stdio_client(params), cache=None) as client:
+            yield lambda: _call(client, "get_current_time", arguments)
+
+    handle = await _handle(base, token, "current time in a timezone", "clock__get_current_time")
+    out: dict[str, Any] = {}
+    async with direct() as call:
+        out["direct"] = await _sequential(call, calls)
+    async with _through_gateway(base, token, handle, arguments)() as call:
+        out["toolcrib"] = await _sequential(call, calls)
+    out["ratio_p50"] = round(out["toolcrib"]["p50_ms"] / out["direct"]["p50_ms"], 2)
+    return out
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    tmp = Path(tempfile.mkdtemp(prefix="tc-overhead-"))
+    db = f"sqlite:///{tmp / 'toolcrib.db'}"
+    fixture, upstream = _start_fixture()
+    gateway: subprocess.Popen[bytes] | None = None
+    try:
+        token = _cli(db, "init")["token"]
+        _cli(db, "connections", "add", "desk", "--connector", "Helpdesk", "--url", upstream)
+        _cli(db, "connections", "add", "clock", "--connector", "Time", "--command", " ".join(_time_server()))
+        gateway, base, ready = _start_gateway(db, {"TOOLCRIB_LOG_LEVEL": "WARNING"})
+        rss_idle = _rss_mb(gateway.pid)
+        report: dict[str, Any] = {
+            "startup": {"healthz_s": round(ready, 2), "rss_idle_mb": round(rss_idle, 1)}
+        }
+        handle = await _handle(base, token, "echo a message back", "desk__echo_message")
+        path = db.removeprefix("sqlite:///")
+
+        def rows() -> int:
+            with sqlite3.connect(path) as conn:
+                return int(conn.execute("SELECT count(*) FROM audit").fetchone()[0])
+
+        report["direct"] = await _side(_direct_http(upstream), args, None, None)
+        through = _through_gateway(base, token, handle, {"message": "hello"})
+        report["toolcrib"] = await _side(through, args, gateway.pid, rows)
+        report["startup"]["rss_after_load_mb"] = round(_rss_mb(gateway.pid), 1)
+        report["stdio"] = await _stdio_rows(base, token, min(args.calls, 200))
+        report["contextforge"] = _contextforge_note()
+        report["ratios"] = _ratios(report)
+        return report
+    finally:
+        if gateway is not None:
+            _stop(gateway)
+        _stop(fixture)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _contextforge_note() -> dict[str, str]:
+    venv = os.environ.get("TOOLCRIB_BENCH_CONTEXTFORGE_VENV")
+    if not venv:
+        return {"skipped": "TOOLCRIB_BENCH_CONTEXTFORGE_VENV is not set; no ContextForge row"}
+    return {"skipped": f"ContextForge at {venv} is not driven by this script yet; see issue #12's figures"}
+
+
+def _ratios(r: dict[str, Any]) -> dict[str, float]:
+    d, t = r["direct"], r["toolcrib"]
+    return {
+        "p50_sequential": round(t["sequential"]["p50_ms"] / d["sequential"]["p50_ms"], 2),
+        "throughput_16": round(t["clients_16"]["calls_per_s"] / d["clients_16"]["calls_per_s"], 2),
+        "throughput_64": round(t["clients_64"]["calls_per_s"] / d["clients_64"]["calls_per_s"], 2),
+        "burst_p99_over_p50": round(t["burst_50x20"]["p99_ms"] / t["burst_50x20"]["p50_ms"], 2),
+    }
+
+
+def table(r: dict[str, Any]) -> str:
+    d, t = r["direct"], r["toolcrib"]
+    lines = [
+        "| | p50 | p90 | p99 | calls/s 16 | calls/s 64 | CPU ms/call (seq / 16) | errors | audit rows |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, side in (("direct", d), ("toolcrib execute_tool (handle)", t)):
+        s, c16, c64 = side["sequential"], side["clients_16"], side["clients_64"]
+        cpu = f"{s.get('gateway_cpu_ms_per_call', '-')} / {c16.get('gateway_cpu_ms_per_call', '-')}"
+        errors = c16["errors"] + c64["errors"] + side["burst_50x20"]["errors"]
+        rows = f"{c16.get('audit_rows', '-')} / {c16['calls']}" if "audit_rows" in c16 else "-"
+        lines.append(
+            f"| {name} | {s['p50_ms']} | {s['p90_ms']} | {s['p99_ms']} | {c16['calls_per_s']} "
+            f"| {c64['calls_per_s']} | {cpu} | {errors} | {rows} |"
+        )
+    b = t["burst_50x20"]
+    lines += [
+        "",
+        f"50 x 20 through toolcrib: {b['calls']} calls, {b['errors']} errors, "
+        f"{b.get('audit_rows')} audit rows, p50 {b['p50_ms']} ms, p99 {b['p99_ms']} ms",
+        f"stdio (mcp-server-time) p50: direct {r['stdio']['direct']['p50_ms']} ms, toolcrib "
+        f"{r['stdio']['toolcrib']['p50_ms']} ms ({r['stdio']['ratio_p50']}x)",
+        f"start-up to /healthz: {r['startup']['healthz_s']} s; RSS idle {r['startup']['rss_idle_mb']} MB, "
+        f"after the run {r['startup']['rss_after_load_mb']} MB",
+        f"ratios: {json.dumps(r['ratios'])}",
+        f"contextforge: {r['contextforge']['skipped']}",
+    ]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--calls", type=int, default=300, help="sequential calls per side")
+    parser.add_argument("--seconds", type=float, default=10.0, help="seconds of each concurrent run")
+    parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--profile", type=Path, default=None, help="py-spy raw samples into this folder")
+    args = parser.parse_args()
+    report = anyio.run(run, args)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
+    print(table(report))
+
+
+if __name__ == "__main__":
+    main()
