@@ -356,6 +356,8 @@ class SearchIndex:
         if weighed.total <= 0:
             return None
         covered = self._coverage.covered(alternatives_of, self._postings, len(self), size)
+        if options.fitted:  # the floor's refinements decide nothing there: score and share are read
+            return weighed, covered, scored
         widened = widen(
             weighed,
             covered if options.name_coverage is not None else None,
