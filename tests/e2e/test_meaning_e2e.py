@@ -75,13 +75,26 @@ async def test_r5_8_restart_on_the_same_database_encodes_no_tool_again(
         assert row.status == "active", row.reason
         assert gw.index.encoded == row.tool_count > 0
         assert await count_vectors(gw.db, MODEL_ID) == row.tool_count
-    async with open_gateway(settings) as again:
+    async with open_gateway(settings, load_encoder=_fresh_packaged_model) as again:
         assert again.index.encoded == 0  # every vector came from the store
         assert len(again.index) == row.tool_count
         assert await count_vectors(again.db, MODEL_ID) == row.tool_count
-        async with serve(again) as base:
+        assert again.meaning.up
+        assert not again.meaning.loaded  # nothing has needed the model yet (#12)
+        async with serve(again) as base, httpx2.AsyncClient(timeout=30) as http:
+            _, before = await _healthz(http, base)
             found = await _search(base, await owner_token(again), "add two numbers")
+            _, after = await _healthz(http, base)
     assert names_of(found)[0] == "desk__add_numbers"
+    assert (before["meaning"], before["model_loaded"]) == ("up", False)
+    assert (after["meaning"], after["model_loaded"]) == ("up", True)
+
+
+def _fresh_packaged_model() -> tuple[Encoder | None, str | None]:
+    """The packaged model and tokenizer in a new encoder (``MiniLM.packaged`` is one per process)."""
+    from toolcrib.search.vectors import _TOKENIZER, _model_path
+
+    return MiniLM(_model_path(), _TOKENIZER), None
 
 
 def _tampered_tokenizer(tmp_path: Path) -> Callable[[], tuple[Encoder | None, str | None]]:

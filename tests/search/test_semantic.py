@@ -53,6 +53,23 @@ def test_r5_8_a_model_file_that_does_not_match_its_digest_is_refused(tmp_path: P
         MiniLM(tmp_path / "absent.onnx", _TOKENIZER)
 
 
+def test_r5_8_the_model_loads_at_first_use_and_is_checked_again_then(tmp_path: Path) -> None:
+    """Construction checks the digests without loading the model (#12: idle memory); the bytes
+    loaded at the first ``encode`` are checked again, so a file swapped in between is refused."""
+    copy = tmp_path / "model.onnx"
+    shutil.copy(_model_path(), copy)
+    good = MiniLM(copy, _TOKENIZER)
+    assert not good.loaded
+    assert good.encode(["add two numbers"]).shape == (1, 384)
+    assert good.loaded
+    swapped = MiniLM(copy, _TOKENIZER)
+    data = copy.read_bytes()
+    copy.write_bytes(data[:-1] + bytes([data[-1] ^ 0xFF]))
+    with pytest.raises(EncoderUnavailable):
+        swapped.encode(["add two numbers"])
+    assert not swapped.loaded
+
+
 def test_r5_8_meaning_finds_a_paraphrase_words_alone_miss() -> None:
     tools = [
         doc("fs", "ls", "List the entries of a directory"),

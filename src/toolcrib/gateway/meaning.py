@@ -46,6 +46,11 @@ class Meaning:
     def up(self) -> bool:
         return self.encoder is not None
 
+    @property
+    def loaded(self) -> bool:
+        """Whether the model is in memory: it loads at the first text to encode (see ``vectors``)."""
+        return self.encoder is not None and bool(getattr(self.encoder, "loaded", True))
+
 
 async def load_meaning(enabled: bool, loader: Loader = load_encoder) -> Meaning:
     """Load the encoder in a worker thread (reading and checking 23 MB is not the loop's work)."""

