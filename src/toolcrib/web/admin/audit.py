@@ -30,23 +30,10 @@ __all__ = ["routes"]
 PAGE_SIZE = 50
 MAX_ROWS = 5_000
 EXPORT_ROWS = 10_000
-COLUMNS = [
-    "id",
-    "member",
-    "grant_id",
-    "account",
-    "connector",
-    "operation",
-    "classification",
-    "approved",
-    "target_id",
-    "started_at",
-    "finished_at",
-    "duration_ms",
-    "outcome",
-    "error_code",
-    "instance",
-]
+COLUMNS = (
+    "id", "member", "grant_id", "account", "connector", "operation", "classification", "approved",
+    "target_id", "started_at", "finished_at", "duration_ms", "outcome", "error_code", "instance",
+)  # fmt: skip
 _FILTERS = ("member", "account", "operation", "outcome", "since", "until")
 
 
