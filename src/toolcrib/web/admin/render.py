@@ -55,6 +55,16 @@ def _iso(value: object) -> str:
     return "" if value is None else str(value)
 
 
+def _size(value: object) -> str:
+    """A byte count the way people read it: ``950 B``, ``12.4 kB``, ``3.1 MB``."""
+    if not isinstance(value, int | float):
+        return str(value)
+    for unit, scale in (("MB", 1e6), ("kB", 1e3)):
+        if value >= scale:
+            return f"{value / scale:.1f} {unit}"
+    return f"{value:.0f} B"
+
+
 def _as_json(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, indent=2, sort_keys=False)
 
@@ -62,6 +72,7 @@ def _as_json(value: object) -> str:
 _ENV = Environment(loader=PackageLoader("toolcrib.web", "templates"), autoescape=True)
 _ENV.filters["iso"] = _iso
 _ENV.filters["as_json"] = _as_json
+_ENV.filters["size"] = _size
 
 
 def render(
