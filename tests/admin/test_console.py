@@ -339,3 +339,16 @@ async def test_r14_1_the_savings_chart_draws_model_bytes_against_the_flat_listin
     flat = int(page.split('id="flat-bytes">', 1)[1].split("<", 1)[0])
     assert 0 < model < flat
     assert hidden(page, "csrf") == csrf
+
+
+async def test_r5_1_a_member_is_not_shown_a_forbidden_tool_on_the_connections_page(org: Org) -> None:
+    await restrictions.classify_tool(org.c.gw, "desk", "crash_server", "forbidden")
+    try:
+        member, _ = await org.c.signed_in(await org.token("fay", "member"))
+        owner, _ = await org.c.signed_in(org.owner)
+        assert "desk__crash_server" not in (await member.get("/admin/connections")).text
+        shown = (await owner.get("/admin/connections")).text
+        row = shown.split("<code>desk__crash_server</code>", 1)[1].split("</tr>", 1)[0]
+        assert "forbidden" in row
+    finally:
+        await restrictions.classify_tool(org.c.gw, "desk", "crash_server", "write")

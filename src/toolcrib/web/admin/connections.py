@@ -11,26 +11,40 @@ from starlette.routing import Route
 
 from toolcrib.errors import InBandError, InvalidArguments
 from toolcrib.gateway import restrictions, tools
+from toolcrib.gateway.search import visibility_of
 from toolcrib.policy.roles import has_permission
 from toolcrib.web.admin.handlers import Ctx, action, builder, done, error_view, page, text
 
 __all__ = ["routes"]
 
 
+async def _tools_by_connection(ctx: Ctx, names: set[str], every: bool) -> dict[str, list[dict[str, Any]]]:
+    """The tools of the connections shown, with their classification as the policy has it now.
+
+    Who may change connections sees every tool (a ``forbidden`` one too); anyone else sees the
+    tools search could show them or name as ``restricted``, never a tool hidden from them (R-5.1).
+    """
+    policy = await ctx.gw.policy()
+    by_connection: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
+    for tool in await tools.list_tools(ctx.gw):
+        found = ctx.gw.lookup(tool["name"])
+        if tool["connection"] not in names or found is None:
+            continue
+        if every or visibility_of(ctx.gw, ctx.principal, policy, tool["name"]) != "hidden":
+            by_connection[tool["connection"]].append({**tool, "risk": ctx.gw.risk_of(policy, found[1])})
+    return by_connection
+
+
 @builder("connections")
 async def connections_page(ctx: Ctx, *, error: InBandError | None = None, status: int = 200) -> Response:
     rows: list[dict[str, Any]] = await ctx.op("connections__list")
-    names = {r["name"] for r in rows}
-    by_connection: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
-    for tool in await tools.list_tools(ctx.gw):
-        if tool["connection"] in names:
-            by_connection[tool["connection"]].append(tool)
+    can_write = has_permission(ctx.principal.role, "connections:write")
     return ctx.page(
         "connections.html",
         status=status,
         rows=rows,
-        tools=by_connection,
-        can_write=has_permission(ctx.principal.role, "connections:write"),
+        tools=await _tools_by_connection(ctx, {r["name"] for r in rows}, can_write),
+        can_write=can_write,
         stdio_allowed=ctx.gw.settings.allow_remote_stdio,
         error=error_view(error),
     )
