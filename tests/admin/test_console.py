@@ -352,3 +352,11 @@ async def test_r5_1_a_member_is_not_shown_a_forbidden_tool_on_the_connections_pa
         assert "forbidden" in row
     finally:
         await restrictions.classify_tool(org.c.gw, "desk", "crash_server", "write")
+
+
+async def test_r7_3_a_grant_short_of_mcp_read_gets_the_code_not_a_crash(org: Org) -> None:
+    http, _ = await org.c.signed_in(await org.token("otto", "auditor", "mcp:tools"))
+    answer = await http.get("/admin/connections")
+    assert answer.status_code == 403
+    assert "<code>scope_required</code>" in answer.text
+    assert "Traceback" not in answer.text

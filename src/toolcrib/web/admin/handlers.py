@@ -25,7 +25,7 @@ from toolcrib.web.admin.render import allowed, render
 from toolcrib.web.admin.session import Session, csrf_ok, open_session, same_origin
 from toolcrib.web.rest import status_for
 
-__all__ = ["DONE", "Ctx", "action", "builder", "done", "error_view", "page", "text"]
+__all__ = ["DONE", "Ctx", "action", "builder", "done", "error_view", "failed", "page", "text"]
 
 LOGIN = "/admin/login"
 
@@ -103,7 +103,10 @@ def page(slug: str) -> Callable[[Request], Awaitable[Response]]:
         ctx = Ctx(request, session)
         if not allowed(session.principal, slug):
             return ctx.page("denied.html", status=403, code="permission_required")
-        return await _BUILDERS[slug](ctx)
+        try:
+            return await _BUILDERS[slug](ctx)
+        except Exception as exc:  # e.g. a grant short of the scope a read needs: its code, no trace
+            return failed(ctx, in_band(exc))
 
     return endpoint
 
@@ -128,11 +131,19 @@ def action(slug: str, fn: Action) -> Callable[[Request], Awaitable[Response]]:
             return await fn(ctx, form)
         except Exception as exc:
             error = in_band(exc)
-            if not allowed(session.principal, slug):
-                return ctx.page("denied.html", status=status_for(error.code), code=error.code)
+        if not allowed(session.principal, slug):
+            return failed(ctx, error)
+        try:
             return await _BUILDERS[slug](ctx, error=error, status=status_for(error.code))
+        except Exception as exc:
+            return failed(ctx, in_band(exc))
 
     return endpoint
+
+
+def failed(ctx: Ctx, error: InBandError) -> Response:
+    """A page that could not be drawn or an action refused off its page: the in-band code alone."""
+    return ctx.page("denied.html", status=status_for(error.code), code=error.code, error=error_view(error))
 
 
 def done(slug: str, what: str) -> Response:
