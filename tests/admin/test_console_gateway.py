@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.admin.console import console
 from tests.conftest import Process
 from tests.e2e.inprocess import open_gateway, owner_token, settings_for
 from toolcrib.errors import ConfigError, PermissionRequired
@@ -77,3 +78,13 @@ def test_r14_1_the_savings_history_is_bounded_whatever_the_traffic() -> None:
     assert drawn is not None
     assert drawn["saved"] == pytest.approx(0.85)
     assert chart([]) is None
+
+
+async def test_13_behind_a_tls_proxy_the_consoles_cookies_are_secure(tmp_path: Path) -> None:
+    settings = settings_for(tmp_path, public_url="https://tools.example")
+    async with open_gateway(settings) as gw, console(gw) as c:
+        http = await c.browser("http://toolcrib.test")  # the proxy speaks plain HTTP to the gateway
+        form = await http.get("/admin/login")
+        cookie = form.headers["set-cookie"]
+        assert "toolcrib_admin_login=" in cookie
+        assert "secure" in {a.strip().lower() for a in cookie.split(";")}

@@ -2,7 +2,8 @@
 
 The cookie holds the member's token sealed with the gateway's secret key (Fernet: encrypted and
 authenticated), a CSRF nonce and the time it was issued; it is ``HttpOnly``, ``SameSite=Strict``,
-limited to ``/admin`` and ``Secure`` when the console is reached over https. The token is
+limited to ``/admin`` and ``Secure`` when the console is reached over https (or its public URL
+is https). The token is
 authenticated again on every request (R-7.6), so revoking it or suspending its member ends the
 session at once. Every POST carries the session's nonce in a form field (a synchronizer token);
 the sign-in form, which has no session yet, carries a nonce also set as a cookie (double submit).
@@ -64,7 +65,9 @@ class Session:
 
 
 def _secure(request: Request) -> bool:
-    return request.url.scheme == "https"
+    """Over https, or behind a proxy that ends TLS for a public ``https://`` URL."""
+    public = request.app.state.gateway.settings.public_url or ""
+    return request.url.scheme == "https" or public.startswith("https://")
 
 
 def set_session(response: Response, request: Request, gw: Gateway, token: str) -> None:
