@@ -95,6 +95,12 @@ async def _block_for_role(page: Any) -> None:
     await form.locator('button:has-text("Add rule")').click()
     await page.wait_for_url("**/admin/restrictions?done=rule_created")
     assert "blocks" in await page.locator("tr.rule").first.inner_text()
+    explain = page.locator("#explain")
+    await explain.locator('input[name="who"]').fill("mia")
+    await explain.locator('input[name="tool"]').fill("fx__add_numbers")
+    await explain.locator('button:has-text("Explain")').click()
+    await page.locator(".explained li").first.wait_for()
+    assert "blocks" in await page.locator(".explained").inner_text()
 
 
 async def _search_as_member(page: Any) -> None:

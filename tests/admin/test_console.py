@@ -360,3 +360,14 @@ async def test_r7_3_a_grant_short_of_mcp_read_gets_the_code_not_a_crash(org: Org
     assert answer.status_code == 403
     assert "<code>scope_required</code>" in answer.text
     assert "Traceback" not in answer.text
+
+
+async def test_r10_3_the_playground_diagnoses_a_tool_missing_for_the_member(org: Org) -> None:
+    await org.token("gus", "member", "mcp:tools mcp:read")  # no mcp:write: write tools are hidden
+    http, csrf = await org.c.signed_in(org.owner)
+    form = {"csrf": csrf, "member": "gus", "query": "add two numbers", "tool": "desk__add_numbers"}
+    played = await http.post("/admin/playground", data=form)
+    assert played.status_code == 200
+    assert '<code class="stopped-at">grant_scope</code>' in played.text
+    cards = played.text.split("<h2>Cards</h2>", 1)[1].split("<h2>", 1)[0]
+    assert "desk__add_numbers" not in cards

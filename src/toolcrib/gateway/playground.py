@@ -14,13 +14,14 @@ from typing import Any
 from toolcrib.errors import NotFound, PermissionRequired, ScopeRequired
 from toolcrib.gateway import restrictions
 from toolcrib.gateway.core import Gateway
+from toolcrib.gateway.diagnose import diagnose
 from toolcrib.gateway.members import DEFAULT_SCOPES
 from toolcrib.gateway.search import flat_listing_bytes, search_tools
 from toolcrib.policy.gates import Principal, require_operation
 from toolcrib.policy.scopes import parse_scopes
 from toolcrib.store import members as member_store
 
-__all__ = ["answer_bytes", "principal_of", "search_as"]
+__all__ = ["answer_bytes", "principal_of", "search_as", "why_not"]
 
 _UNEXPLAINED = "withheld by a restriction (reading the rules needs restrictions:read)"
 
@@ -48,14 +49,23 @@ async def principal_of(gw: Gateway, name: str) -> Principal:
     )
 
 
+async def _subject(gw: Gateway, actor: Principal, member: str) -> Principal:
+    """``member`` as a model acting for them; another member than oneself needs the read rights."""
+    if member == actor.member:
+        return actor
+    require_operation(actor, "members:read", "search")
+    require_operation(actor, "restrictions:read", "explain")
+    return await principal_of(gw, member)
+
+
+async def why_not(gw: Gateway, actor: Principal, member: str, tool: str) -> dict[str, Any]:
+    """Why ``tool`` is missing from ``member``'s search: ``tools__diagnose`` as that member (R-10.3)."""
+    return await diagnose(gw, await _subject(gw, actor, member), tool)
+
+
 async def search_as(gw: Gateway, actor: Principal, member: str, query: str, limit: int = 3) -> dict[str, Any]:
     """``{"member", "scopes", "answer", "bytes", "flat_bytes", "withheld": {name: [reason...]}}``."""
-    if member == actor.member:
-        subject = actor
-    else:
-        require_operation(actor, "members:read", "search")
-        require_operation(actor, "restrictions:read", "explain")
-        subject = await principal_of(gw, member)
+    subject = await _subject(gw, actor, member)
     answer = await search_tools(gw, subject, query, limit)
     withheld: dict[str, list[str]] = {}
     for name in answer.get("restricted", []):

@@ -2,7 +2,8 @@
 
 The playground runs ``search_tools`` as a chosen member (``gateway.playground.search_as``) and
 shows the exact answer the model would get, its size in bytes against a flat listing, and why each
-``restricted`` tool is withheld. It is a POST (it issues that member's handles), CSRF-checked.
+``restricted`` tool is withheld; named, a tool missing from the cards is diagnosed as that member
+(``tools__diagnose``: the first check it fails). It is a POST (it issues that member's handles), CSRF-checked.
 
 The chart draws the model-facing bytes (``tools/list`` and search answers) against what flat
 listings of the same callers' catalogs would have cost, summed since the gateway started, from the
@@ -19,7 +20,7 @@ from starlette.routing import Route
 
 from toolcrib.errors import InBandError, InvalidArguments
 from toolcrib.gateway import members
-from toolcrib.gateway.playground import search_as
+from toolcrib.gateway.playground import search_as, why_not
 from toolcrib.policy.roles import has_permission
 from toolcrib.web.admin.handlers import Ctx, action, builder, error_view, page, text
 from toolcrib.web.telemetry import Telemetry
@@ -46,7 +47,7 @@ async def playground_page(
         "playground.html",
         status=status,
         member_names=names,
-        asked=asked or {"member": ctx.principal.member, "query": "", "limit": 3},
+        asked=asked or {"member": ctx.principal.member, "query": "", "limit": 3, "tool": ""},
         found=found,
         error=error_view(error),
     )
@@ -59,8 +60,11 @@ async def _search(ctx: Ctx, form: FormData) -> Response:
     limit = int(limit_text) if limit_text.isdigit() and len(limit_text) < 3 else 3
     if not query:
         raise InvalidArguments("`query` is blank", [{"pointer": "/query", "message": "blank"}])
+    asked = {"member": member, "query": query, "limit": limit, "tool": text(form, "tool") or ""}
     found = await search_as(ctx.gw, ctx.principal, member, query, limit)
-    return await playground_page(ctx, asked={"member": member, "query": query, "limit": limit}, found=found)
+    if asked["tool"]:
+        found["diagnosis"] = await why_not(ctx.gw, ctx.principal, member, str(asked["tool"]))
+    return await playground_page(ctx, asked=asked, found=found)
 
 
 def chart(points: list[tuple[float, int, int]]) -> dict[str, Any] | None:
