@@ -23,6 +23,7 @@ __all__ = [
     "list_tokens",
     "member_view",
     "operator_principal",
+    "reactivate_member",
     "remove_member",
     "revoke_token",
     "set_role",
@@ -224,3 +225,15 @@ async def operator_principal(gw: Gateway, as_member: str | None = None) -> Princ
     if owner is None:
         raise ConfigError("no owner yet: run `toolcrib init` first")
     return Principal(member=owner.name, role=owner.role, scopes=SCOPES, grant_id="cli")
+
+
+async def reactivate_member(gw: Gateway, name: str, actor: Principal | None = None) -> None:
+    """Undo a suspension (the admin console's "reactivate", #13): the member's unrevoked grants work
+    again from their next call. Needs ``members:write`` (and ``owners:write`` for an owner)."""
+    target = await _member(gw, name)
+    if actor is not None:
+        require_operation(actor, "members:write", "update")
+        require_member_change(actor.role, target_role=target.role, new_role=target.role, active_owners=2)
+    if target.status != "suspended":
+        raise ConfigError(f"member {name!r} is {target.status}, not suspended")
+    await store.update_member(gw.db, name, status="active")

@@ -1,4 +1,5 @@
-"""The HTTP face: ``/mcp`` (Streamable HTTP), ``/api`` (REST), ``/healthz``, ``/metrics``, RFC 9728."""
+"""The HTTP face: ``/mcp`` (Streamable HTTP), ``/api`` (REST), ``/admin`` (the console), ``/healthz``,
+``/metrics``, RFC 9728."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route, Router
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -28,6 +29,7 @@ from toolcrib.logs import RequestLog
 from toolcrib.policy.gates import Principal
 from toolcrib.policy.scopes import SCOPES
 from toolcrib.settings import Settings
+from toolcrib.web.admin import admin_mount
 from toolcrib.web.limits import BodyLimit
 from toolcrib.web.mcp import PRINCIPAL_KEY, build_mcp_server
 from toolcrib.web.metrics import metrics_router
@@ -108,6 +110,7 @@ def create_app(settings: Settings, *, gateway: Gateway | None = None) -> Starlet
                 max_request_body_size=settings.max_body_bytes,
             )
             app.state.gateway, app.state.control, app.state.session_manager = gw, control, manager
+            app.state.telemetry = telemetry
             surface = SURFACES[settings.surface]
             telemetry.name_tools([surface.search, surface.execute, *(n for n, _ in control.all_operations())])
             async with manager.run():
@@ -144,6 +147,8 @@ def create_app(settings: Settings, *, gateway: Gateway | None = None) -> Starlet
             Route("/api/openapi.json", openapi),
             Route("/mcp", Authenticated(_SessionManagerApp(), settings), methods=["GET", "POST", "DELETE"]),
             Route("/api/{resource}/{operation}", Authenticated(api, settings), methods=["POST"]),
+            Route("/admin", _to_console),
+            admin_mount(),
         ],
         middleware=[
             Middleware(RequestLog, principal_key=PRINCIPAL_KEY),
@@ -151,6 +156,10 @@ def create_app(settings: Settings, *, gateway: Gateway | None = None) -> Starlet
         ],
         lifespan=lifespan,
     )
+
+
+async def _to_console(request: Request) -> Response:
+    return RedirectResponse("/admin/", 307)
 
 
 @asynccontextmanager

@@ -19,7 +19,7 @@ from toolcrib.gateway.control import ControlPlane
 from toolcrib.gateway.faults import in_band
 from toolcrib.policy.gates import Principal
 
-__all__ = ["METADATA_PATH", "openapi_document", "rest_routes"]
+__all__ = ["METADATA_PATH", "openapi_document", "rest_routes", "status_for"]
 
 METADATA_PATH = "/.well-known/oauth-protected-resource"
 
@@ -40,6 +40,11 @@ _STATUS = {
     "internal_error": 500,
 }
 """HTTP status by in-band code; the body is the same ``{"error": ...}`` object as over MCP (R-3.3)."""
+
+
+def status_for(code: str) -> int:
+    """The HTTP status of an in-band error code on the HTTP faces (REST, the admin console)."""
+    return _STATUS.get(code, 502)
 
 
 def openapi_document(control: ControlPlane, server_url: str) -> dict[str, Any]:
@@ -100,6 +105,6 @@ def _parse(raw: bytes) -> object:
 
 
 def _error_response(error: InBandError) -> Response:
-    status = _STATUS.get(error.code, 502)
+    status = status_for(error.code)
     headers = {"Retry-After": "1"} if error.code == "store_busy" else None
     return JSONResponse(error.to_payload(), status, headers=headers)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections import deque
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -19,7 +20,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from toolcrib.policy.gates import Principal
 from toolcrib.policy.roles import ROLES
 
-__all__ = ["OUTCOMES", "UNKNOWN", "Telemetry"]
+__all__ = ["OUTCOMES", "UNKNOWN", "SavingsHistory", "Telemetry"]
 
 UNKNOWN = "unknown"
 """The one label every name outside the closed set folds into."""
@@ -64,12 +65,41 @@ class _Outcome:
         self.code = code if code in OUTCOMES else "internal_error"
 
 
+class SavingsHistory:
+    """Model-facing bytes against a flat listing's, summed since start, over time (the console's chart).
+
+    One point per ``step`` seconds (a later answer within the step moves the last point), at most
+    ``size`` points: the memory it takes is bounded whatever the traffic.
+    """
+
+    def __init__(self, *, step: float = 60.0, size: int = 720) -> None:
+        self._step = step
+        self._points: deque[tuple[float, int, int]] = deque(maxlen=size)
+        self.surface_bytes = 0
+        self.flat_bytes = 0
+
+    def add(self, *, surface: int, flat: int, now: float | None = None) -> None:
+        self.surface_bytes += surface
+        self.flat_bytes += flat
+        at = time.time() if now is None else now
+        point = (at, self.surface_bytes, self.flat_bytes)
+        if self._points and at - self._points[-1][0] < self._step:
+            self._points[-1] = (self._points[-1][0], point[1], point[2])
+        else:
+            self._points.append(point)
+
+    def points(self) -> list[tuple[float, int, int]]:
+        """``(unix time, model-facing bytes so far, flat-listing bytes so far)``, oldest first."""
+        return list(self._points)
+
+
 class Telemetry:
     """One registry per app (tests build many apps in one process)."""
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
         self._tools: frozenset[str] = frozenset()
+        self.savings = SavingsHistory()
         r = self.registry
         self.requests = Counter(
             "toolcrib_tool_calls_total", "MCP tools/call requests", ["tool", "outcome"], registry=r
@@ -106,12 +136,16 @@ class Telemetry:
     def sent(self, principal: Principal, *, tools_list: list[dict[str, Any]], flat_bytes: int) -> None:
         """A ``tools/list`` answer, against a flat listing of the caller's visible catalog."""
         role = _role(principal)
-        self.surface.labels(role).inc(_bytes(tools_list) / 4)
+        size = _bytes(tools_list)
+        self.surface.labels(role).inc(size / 4)
         self.flat.labels(role).inc(flat_bytes / 4)
+        self.savings.add(surface=size, flat=flat_bytes)
 
     def searched(self, principal: Principal, response: dict[str, Any]) -> None:
         self.searches.labels("non_empty" if response.get("results") else "empty").inc()
-        self.surface.labels(_role(principal)).inc(_bytes(response) / 4)
+        size = _bytes(response)
+        self.surface.labels(_role(principal)).inc(size / 4)
+        self.savings.add(surface=size, flat=0)
 
     @contextmanager
     def call(self, tool: str) -> Iterator[_Outcome]:

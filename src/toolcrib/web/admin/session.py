@@ -1,0 +1,150 @@
+"""The console's sign-in: a sealed session cookie, CSRF tokens and the security headers (#13).
+
+The cookie holds the member's token sealed with the gateway's secret key (Fernet: encrypted and
+authenticated), a CSRF nonce and the time it was issued; it is ``HttpOnly``, ``SameSite=Strict``,
+limited to ``/admin`` and ``Secure`` when the console is reached over https (or its public URL
+is https). The token is
+authenticated again on every request (R-7.6), so revoking it or suspending its member ends the
+session at once. Every POST carries the session's nonce in a form field (a synchronizer token);
+the sign-in form, which has no session yet, carries a nonce also set as a cookie (double submit).
+"""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+from dataclasses import dataclass
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from toolcrib.errors import ConfigError, Unauthenticated
+from toolcrib.gateway.core import Gateway
+from toolcrib.gateway.identity import authenticate
+from toolcrib.policy.gates import Principal
+
+__all__ = [
+    "COOKIE",
+    "LOGIN_COOKIE",
+    "MAX_AGE_SECONDS",
+    "SecurityHeaders",
+    "Session",
+    "clear_session",
+    "csrf_ok",
+    "login_nonce",
+    "open_session",
+    "same_origin",
+    "set_login_nonce",
+    "set_session",
+]
+
+COOKIE = "toolcrib_admin"
+LOGIN_COOKIE = "toolcrib_admin_login"
+PATH = "/admin"
+MAX_AGE_SECONDS = 8 * 3600
+"""A session lasts a working day at most; the token behind it may end it sooner."""
+
+CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
+_HEADERS = [
+    (b"content-security-policy", CSP.encode()),
+    (b"x-frame-options", b"DENY"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"same-origin"),  # "no-referrer" makes a browser send "Origin: null"
+    (b"cache-control", b"no-store"),
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    principal: Principal
+    csrf: str
+
+
+def _secure(request: Request) -> bool:
+    """Over https, or behind a proxy that ends TLS for a public ``https://`` URL."""
+    public = request.app.state.gateway.settings.public_url or ""
+    return request.url.scheme == "https" or public.startswith("https://")
+
+
+def set_session(response: Response, request: Request, gw: Gateway, token: str) -> None:
+    sealed = gw.box.seal({"token": token, "csrf": secrets.token_urlsafe(24), "iat": gw.clock()})
+    response.set_cookie(
+        COOKIE,
+        sealed,
+        max_age=MAX_AGE_SECONDS,
+        path=PATH,
+        secure=_secure(request),
+        httponly=True,
+        samesite="strict",
+    )
+
+
+def clear_session(response: Response, request: Request) -> None:
+    response.delete_cookie(COOKIE, path=PATH, secure=_secure(request), httponly=True, samesite="strict")
+
+
+async def open_session(request: Request, gw: Gateway) -> Session | None:
+    """The signed-in member, or None: no cookie, a cookie not ours, too old, or a dead token."""
+    sealed = request.cookies.get(COOKIE)
+    if not sealed:
+        return None
+    try:
+        data = gw.box.open(sealed)
+    except ConfigError:  # tampered with, or sealed under another key
+        return None
+    if not isinstance(data, dict) or not {"token", "csrf", "iat"} <= data.keys():
+        return None
+    if not isinstance(data["iat"], int | float) or gw.clock() - data["iat"] > MAX_AGE_SECONDS:
+        return None
+    try:
+        principal = await authenticate(gw, str(data["token"]))
+    except Unauthenticated:
+        return None
+    return Session(principal, str(data["csrf"]))
+
+
+def login_nonce(request: Request) -> str:
+    """The sign-in form's double-submit nonce: the cookie's when present, else a new one."""
+    return request.cookies.get(LOGIN_COOKIE) or secrets.token_urlsafe(24)
+
+
+def set_login_nonce(response: Response, request: Request, nonce: str) -> None:
+    response.set_cookie(
+        LOGIN_COOKIE, nonce, path=PATH, secure=_secure(request), httponly=True, samesite="strict"
+    )
+
+
+def csrf_ok(expected: str | None, given: object) -> bool:
+    return bool(expected) and isinstance(given, str) and hmac.compare_digest(expected or "", given)
+
+
+def same_origin(request: Request, allowed: list[str]) -> bool:
+    """A POST from a page of this console: no cross-site fetch metadata, an Origin that is ours."""
+    if request.headers.get("sec-fetch-site", "same-origin") not in ("same-origin", "none"):
+        return False
+    origin = request.headers.get("origin")
+    if origin is None:  # not a browser's form post; the CSRF token still has to match
+        return True
+    own = f"{request.url.scheme}://{request.url.netloc}"
+    return origin == own or origin in allowed
+
+
+class SecurityHeaders:
+    """Every console response carries a strict CSP (no inline script), and refuses to be framed."""
+
+    def __init__(self, inner: ASGIApp) -> None:
+        self._inner = inner
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        async def with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                names = {k for k, _ in _HEADERS}
+                headers = [(k, v) for k, v in message.get("headers", []) if k.lower() not in names]
+                message["headers"] = headers + _HEADERS
+            await send(message)
+
+        await self._inner(scope, receive, with_headers)
