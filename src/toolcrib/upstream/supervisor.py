@@ -10,6 +10,7 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
+from toolcrib.upstream.oauth import Authorizer, OnDone
 from toolcrib.upstream.session import UpstreamSession, UpstreamSpec
 
 __all__ = ["Upstreams"]
@@ -28,8 +29,12 @@ class Upstreams:
         idle_stop: float,
         max_message_bytes: int = 64 * 1024 * 1024,
         on_tools_changed: Callable[[str], Coroutine[Any, Any, None]] | None = None,
+        on_auth_needed: Callable[[UpstreamSpec], Coroutine[Any, Any, str | None]] | None = None,
+        on_authorized: OnDone | None = None,
     ) -> None:
         self._tg = task_group
+        self.authorizer = Authorizer(task_group, connect_timeout=connect_timeout, on_done=on_authorized)
+        """The interactive OAuth flows of this process (#14)."""
         self._options: dict[str, Any] = {
             "call_timeout": call_timeout,
             "connect_timeout": connect_timeout,
@@ -38,6 +43,7 @@ class Upstreams:
         }
         self._idle_stop = idle_stop
         self._on_tools_changed = on_tools_changed
+        self._on_auth_needed = on_auth_needed
         self._sessions: dict[str, UpstreamSession] = {}
 
     @classmethod
@@ -72,7 +78,13 @@ class Upstreams:
             return current
         if current is not None:
             self._tg.start_soon(current.close)
-        fresh = UpstreamSession(spec, self._tg, on_tools_changed=self._on_tools_changed, **self._options)
+        fresh = UpstreamSession(
+            spec,
+            self._tg,
+            on_tools_changed=self._on_tools_changed,
+            on_auth_needed=self._on_auth_needed,
+            **self._options,
+        )
         self._sessions[spec.name] = fresh
         return fresh
 

@@ -1,0 +1,204 @@
+"""Upstream OAuth use cases (#14): authorize a connection, complete it at the callback, and say
+which connections need authorizing again (R-13.1: ``pending`` until first authorized,
+``needs_reauth`` once its grant failed, each naming the link that fixes it).
+
+The protocol itself runs in ``toolcrib.upstream.oauth`` on the MCP SDK's client auth; here the
+gateway decides what a connection's status reads and keeps the search index in step.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from toolcrib.errors import InvalidArguments, NotFound
+from toolcrib.gateway import reach
+from toolcrib.gateway.core import Gateway, PolicySnapshot
+from toolcrib.policy.gates import Principal
+from toolcrib.store import connections as conn_store
+from toolcrib.store import oauth as grant_store
+from toolcrib.store.connections import ConnectionRow
+from toolcrib.upstream.oauth import OAuthBinding
+from toolcrib.upstream.session import UpstreamSpec
+
+__all__ = [
+    "authorize",
+    "binding_of",
+    "complete_callback",
+    "has_grant",
+    "on_auth_needed",
+    "on_authorized",
+    "reauth_notices",
+]
+
+_MAX_NOTICES = 3
+
+
+def binding_of(gw: Gateway, row: ConnectionRow, member: str = "") -> OAuthBinding | None:
+    """The OAuth binding of an OAuth connection (its client settings are sealed with its secrets)."""
+    if row.auth != "oauth":
+        return None
+    secrets: dict[str, Any] = gw.box.open(row.secrets) or {}
+    conf: dict[str, str] = secrets.get("oauth") or {}
+    s = gw.settings
+    return OAuthBinding(
+        vault=_Vault(gw, row.name, member),
+        account=row.name,
+        member=member,
+        redirect_uri=s.upstream_oauth_redirect_uri,
+        client_id=conf.get("client_id"),
+        client_secret=conf.get("client_secret"),
+        scope=conf.get("scope"),
+        refresh_margin=s.upstream_oauth_refresh_margin_seconds,
+        pending_seconds=s.upstream_oauth_pending_seconds,
+    )
+
+
+class _Vault:
+    """A grant in the store, sealed with the connection secrets' key (R-13.3)."""
+
+    def __init__(self, gw: Gateway, account: str, member: str) -> None:
+        self._gw, self._account, self._member = gw, account, member
+
+    async def tokens(self) -> tuple[dict[str, Any] | None, float | None]:
+        grant = await grant_store.get_grant(self._gw.db, self._account, self._member)
+        if grant is None or grant.tokens is None:
+            return None, None
+        return self._gw.box.open(grant.tokens), grant.expires_at
+
+    async def save_tokens(self, tokens: dict[str, Any], refresh_by: float | None) -> None:
+        sealed = self._gw.box.seal(tokens)
+        await grant_store.put_grant(
+            self._gw.db, self._account, self._member, tokens=sealed, expires_at=refresh_by
+        )
+
+    async def client(self) -> dict[str, Any] | None:
+        grant = await grant_store.get_grant(self._gw.db, self._account, self._member)
+        return self._gw.box.open(grant.client) if grant is not None and grant.client else None
+
+    async def save_client(self, client: dict[str, Any]) -> None:
+        sealed = self._gw.box.seal(client)
+        await grant_store.put_grant(self._gw.db, self._account, self._member, client=sealed)
+
+    async def open_pending(self, state: str, ttl: float) -> None:
+        await grant_store.open_pending(
+            self._gw.db, state, self._account, self._member, now=time.time(), ttl=ttl
+        )
+
+    async def take_answer(self, state: str) -> dict[str, Any] | None:
+        sealed = await grant_store.take(self._gw.db, state)
+        return self._gw.box.open(sealed) if sealed is not None else None
+
+    async def drop_pending(self, state: str) -> None:
+        await grant_store.drop_pending(self._gw.db, state)
+
+
+def _sealed_answer(gw: Gateway, query: dict[str, str]) -> str:
+    """What ``/oauth/callback`` delivers to a flow: the code, state and issuer, or the error."""
+    if query.get("error"):
+        return gw.box.seal({"error": query["error"]})
+    return gw.box.seal({k: query[k] for k in ("code", "state", "iss") if query.get(k)})
+
+
+async def has_grant(gw: Gateway, name: str, member: str = "") -> bool:
+    grant = await grant_store.get_grant(gw.db, name, member)
+    return grant is not None and grant.tokens is not None
+
+
+def _reason(url: str) -> str:
+    return f"authorize it at its provider: {url}"
+
+
+async def authorize(gw: Gateway, row: ConnectionRow, *, status: str) -> ConnectionRow:
+    """Start (or reuse) an authorization of ``row``: it reads ``status`` with the authorize URL.
+
+    When no person is needed after all (the stored grant works), the flow has synced the
+    connection already; when it could not start, the row says why.
+    """
+    binding = binding_of(gw, row)
+    assert binding is not None
+    assert row.url is not None
+    url = await gw.upstreams.authorizer.begin(binding, row.url)
+    if url is not None:
+        await conn_store.set_status(gw.db, row.name, status, _reason(url), authorize_url=url)
+    return await _reinstalled(gw, row.name)
+
+
+async def _reinstalled(gw: Gateway, name: str) -> ConnectionRow:
+    fresh = await conn_store.get_connection(gw.db, name)
+    if fresh is None:
+        raise NotFound(f"no connection named {name!r}")
+    await gw.install_catalog(fresh, await conn_store.load_catalog(gw.db, name))
+    return fresh
+
+
+async def on_auth_needed(gw: Gateway, spec: UpstreamSpec) -> str | None:
+    """A session found its grant gone (a refresh refused, a token revoked): the connection reads
+    ``needs_reauth`` with a fresh authorize URL, its tools leave search, and the URL is returned
+    for the ``needs_reauth`` answer of the call that met it."""
+    row = await conn_store.get_connection(gw.db, spec.name)
+    if row is None or row.auth != "oauth":
+        return None
+    await grant_store.put_grant(gw.db, row.name, "", tokens=None, expires_at=None)  # dead: no more refreshes
+    fresh = await authorize(gw, row, status="needs_reauth")
+    if fresh.authorize_url is None and fresh.status != "active":
+        await conn_store.set_status(gw.db, row.name, "needs_reauth", fresh.reason)
+        await _reinstalled(gw, row.name)
+    return fresh.authorize_url
+
+
+async def on_authorized(
+    gw: Gateway, binding: OAuthBinding, ok: bool, failure: str | None, url: str | None
+) -> None:
+    """A flow ended: on success the connection syncs on its new grant; otherwise its link is gone
+    and the row says why (unless a newer flow replaced that link meanwhile)."""
+    from toolcrib.gateway.connections import sync_connection
+
+    if ok:
+        await gw.upstreams.discard(binding.account)
+        await sync_connection(gw, binding.account)
+        return
+    row = await conn_store.get_connection(gw.db, binding.account)
+    if row is None or row.status == "active" or row.authorize_url != url:
+        return
+    why = f"{failure or 'the authorization did not complete'}; refresh the connection for a new link"
+    await conn_store.set_status(gw.db, row.name, row.status, why)
+    await _reinstalled(gw, row.name)
+
+
+async def complete_callback(gw: Gateway, query: dict[str, str]) -> tuple[str, bool | None]:
+    """``/oauth/callback``: deliver the authorization server's answer to the flow waiting for its
+    ``state`` (single-use, before it expires), then wait (bounded) for that flow to end when it runs
+    in this process. The account, and whether it is authorized now (None: not known here yet)."""
+    state = query.get("state") or ""
+    if not state or len(state) > 128:
+        raise InvalidArguments("the callback carries no valid state")
+    account = await grant_store.deliver(gw.db, state, _sealed_answer(gw, query), now=time.time())
+    if account is None:
+        raise NotFound("no authorization is waiting for this link: it expired or was used already")
+    ok = await gw.upstreams.authorizer.delivered(state, wait_seconds=4 * gw.settings.connect_timeout_seconds)
+    return account, ok
+
+
+def reauth_notices(gw: Gateway, principal: Principal, policy: PolicySnapshot) -> list[dict[str, Any]]:
+    """The OAuth connections ``principal`` may reach that wait for an authorization, each with the
+    link that fixes it: search names them instead of leaving their tools silently absent."""
+    notices: list[dict[str, Any]] = []
+    for name in sorted(gw.connections):
+        row = gw.connections[name]
+        waiting = row.status == "needs_reauth" or (row.auth == "oauth" and row.status == "pending")
+        if not waiting:
+            continue
+        decision = reach.decide(
+            policy.rules, principal, account=row.name, connector=row.connector, where="search"
+        )
+        if decision.allowed:
+            notices.append(
+                {
+                    "account": row.name,
+                    "connector": row.connector,
+                    "status": row.status,
+                    "authorize_url": row.authorize_url,
+                }
+            )
+    return notices[:_MAX_NOTICES]

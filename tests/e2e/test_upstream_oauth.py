@@ -1,0 +1,175 @@
+"""Upstream OAuth 2.1 against a real authorization server on loopback (#14, R-13.1, R-13.3).
+
+The authorization server and the MCP server it protects are the SDK's own server-side auth
+(``tests/fixtures/oauth_upstream.py``); the gateway is real, served over HTTP, and the person is an
+HTTP client that follows the authorize redirect (the fixture approves at once) to the gateway's
+``/oauth/callback``. Access tokens live two seconds, so a session outlives one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+from sqlalchemy import select
+
+from tests.conftest import free_port
+from tests.e2e.inprocess import open_gateway, owner_token, serve, settings_for
+from tests.e2e.mcpclient import connect, error_code, gateway_payload
+from tests.fixtures.oauth_upstream import OAuthUpstream, serve_oauth_upstream
+from toolcrib.gateway import connections
+from toolcrib.gateway.core import Gateway
+from toolcrib.store.tables import upstream_tokens
+
+pytestmark = pytest.mark.anyio
+
+ACCESS_SECONDS = 2
+
+
+@dataclass
+class World:
+    gw: Gateway
+    base: str
+    token: str
+    upstream: OAuthUpstream
+
+
+@asynccontextmanager
+async def world(tmp_path: Path) -> AsyncIterator[World]:
+    port = free_port()
+    settings = settings_for(tmp_path, semantic=False, port=port, upstream_oauth_refresh_margin_seconds=60.0)
+    async with (
+        serve_oauth_upstream(access_seconds=ACCESS_SECONDS) as upstream,
+        open_gateway(settings) as gw,
+        serve(gw, port) as base,
+    ):
+        yield World(gw, base, await owner_token(gw), upstream)
+
+
+async def follow(url: str) -> httpx2.Response:
+    """The person: open the authorize URL, be sent back to the gateway's callback."""
+    async with httpx2.AsyncClient(timeout=30) as http:
+        at_provider = await http.get(url)
+        assert at_provider.status_code == 302, at_provider.text
+        return await http.get(at_provider.headers["location"])
+
+
+async def authorized(w: World, name: str) -> dict[str, Any]:
+    row = await connections.add_connection(
+        w.gw, name, connector="Helpdesk", url=w.upstream.mcp_url, oauth=True
+    )
+    view = connections.connection_view(row)
+    assert view["status"] == "pending", view
+    assert view["authorize_url"], view
+    back = await follow(view["authorize_url"])
+    assert back.status_code == 200, back.text
+    return connections.connection_view(await connections.get_connection(w.gw, name))
+
+
+async def wait_until_expired(upstream: OAuthUpstream) -> None:
+    """Until the authorization server itself refuses every access token it issued (bounded)."""
+    with anyio.fail_after(ACCESS_SECONDS + 5):
+        while upstream.live_access_tokens():  # noqa: ASYNC110 - the server's clock, no event to wait on
+            await anyio.sleep(0.05)
+
+
+async def test_r13_1_oauth_connection_authorized_headlessly_through_the_callback(tmp_path: Path) -> None:
+    async with world(tmp_path) as w:
+        view = await authorized(w, "helpdesk")
+        assert view["status"] == "active", view["reason"]
+        assert view["tools"] > 0
+        assert view["authorize_url"] is None
+        assert w.upstream.registrations == 1  # dynamic client registration, once
+        assert w.upstream.grants == ["authorization_code"]
+        async with connect(w.base, w.token) as client:
+            result = await client.call_tool(
+                "execute_tool", {"tool": "helpdesk__add_numbers", "arguments": {"a": 2, "b": 3}}
+            )
+            assert not result.is_error, result
+
+
+async def test_r13_3_upstream_tokens_are_sealed_at_rest(tmp_path: Path) -> None:
+    async with world(tmp_path) as w:
+        await authorized(w, "helpdesk")
+        async with w.gw.db.read() as conn:
+            row = (await conn.execute(select(upstream_tokens))).one()
+        issued = list(w.upstream.access) + list(w.upstream.refresh)
+        assert issued
+        stored = f"{row.tokens} {row.client}"
+        assert not any(token in stored for token in issued)
+        assert "client_id" not in stored
+
+
+async def test_r13_1_callback_state_is_single_use(tmp_path: Path) -> None:
+    async with world(tmp_path) as w:
+        row = await connections.add_connection(
+            w.gw, "helpdesk", connector="Helpdesk", url=w.upstream.mcp_url, oauth=True
+        )
+        assert row.authorize_url is not None
+        async with httpx2.AsyncClient(timeout=30) as http:
+            back = (await http.get(row.authorize_url)).headers["location"]
+            assert (await http.get(back)).status_code == 200
+            assert (await http.get(back)).status_code == 404  # the same state again: refused
+            forged = back.split("state=")[0] + "state=not-a-pending-state"
+            assert (await http.get(forged)).status_code == 404
+
+
+async def test_access_token_expiring_mid_session_is_refreshed_without_a_failed_call(tmp_path: Path) -> None:
+    async with world(tmp_path) as w:
+        await authorized(w, "helpdesk")
+        async with connect(w.base, w.token) as client:
+            first = await client.call_tool(
+                "execute_tool", {"tool": "helpdesk__add_numbers", "arguments": {"a": 1, "b": 1}}
+            )
+            assert not first.is_error, first
+            await wait_until_expired(w.upstream)
+            second = await client.call_tool(
+                "execute_tool", {"tool": "helpdesk__add_numbers", "arguments": {"a": 2, "b": 2}}
+            )
+            assert not second.is_error, second
+        assert "refresh_token" in w.upstream.grants
+        assert (await connections.get_connection(w.gw, "helpdesk")).status == "active"
+
+
+async def test_r13_1_revoked_refresh_token_turns_connection_to_needs_reauth_and_search_names_it(
+    tmp_path: Path,
+) -> None:
+    async with world(tmp_path) as w:
+        await authorized(w, "helpdesk")
+        w.upstream.revoke_refresh_tokens()
+        await wait_until_expired(w.upstream)
+        async with connect(w.base, w.token) as client:
+            result = await client.call_tool(
+                "execute_tool", {"tool": "helpdesk__add_numbers", "arguments": {"a": 1, "b": 2}}
+            )
+            assert error_code(result) == "needs_reauth"
+            url = gateway_payload(result)["error"]["authorize_url"]
+            assert url
+            assert url.startswith(w.upstream.base + "/authorize?")
+            row = await connections.get_connection(w.gw, "helpdesk")
+            assert row.status == "needs_reauth"
+            assert row.authorize_url == url
+            found = gateway_payload(await client.call_tool("search_tools", {"query": "add two numbers"}))
+            assert found["results"] == []
+            assert found["needs_reauth"] == [
+                {
+                    "account": "helpdesk",
+                    "connector": "Helpdesk",
+                    "status": "needs_reauth",
+                    "authorize_url": url,
+                }
+            ]
+            # the link fixes it: authorized again, the tools are back
+            assert (await follow(url)).status_code == 200
+            assert (await connections.get_connection(w.gw, "helpdesk")).status == "active"
+            again = await client.call_tool(
+                "execute_tool", {"tool": "helpdesk__add_numbers", "arguments": {"a": 1, "b": 2}}
+            )
+            assert not again.is_error, again
+        assert w.upstream.refused_refreshes >= 1
