@@ -8,6 +8,8 @@ HTTP client that follows the authorize redirect (the fixture approves at once) t
 
 from __future__ import annotations
 
+import json
+import subprocess
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -19,7 +21,7 @@ import httpx2
 import pytest
 from sqlalchemy import select
 
-from tests.conftest import free_port
+from tests.conftest import ROOT, TOOLCRIB, env_for, free_port, start_gateway
 from tests.e2e.inprocess import open_gateway, owner_token, serve, settings_for
 from tests.e2e.mcpclient import connect, error_code, gateway_payload
 from tests.fixtures.oauth_upstream import OAuthUpstream, serve_oauth_upstream
@@ -173,3 +175,52 @@ async def test_r13_1_revoked_refresh_token_turns_connection_to_needs_reauth_and_
             )
             assert not again.is_error, again
         assert w.upstream.refused_refreshes >= 1
+
+
+async def test_r10_rest_create_with_oauth_answers_the_authorize_url(tmp_path: Path) -> None:
+    async with world(tmp_path) as w, httpx2.AsyncClient(timeout=30) as http:
+        headers = {"Authorization": f"Bearer {w.token}"}
+        body = {"name": "helpdesk", "connector": "Helpdesk", "url": w.upstream.mcp_url, "oauth": True}
+        answer = await http.post(w.base + "/api/connections/create", json=body, headers=headers)
+        assert answer.status_code == 200, answer.text
+        view = answer.json()["result"]
+        assert view["status"] == "pending"
+        assert view["auth"] == "oauth"
+        assert (await follow(view["authorize_url"])).status_code == 200
+        got = await http.post(w.base + "/api/connections/get", json={"name": "helpdesk"}, headers=headers)
+        assert got.json()["result"]["status"] == "active"
+
+
+async def test_r13_1_cli_add_oauth_prints_the_url_and_finishes_through_the_serving_gateway(
+    tmp_path: Path,
+) -> None:
+    db_url = f"sqlite:///{tmp_path / 'cli.db'}"
+    gateway = start_gateway(db_url, {"TOOLCRIB_SEMANTIC": "false"})
+    try:
+        async with serve_oauth_upstream(access_seconds=ACCESS_SECONDS) as upstream:
+            env = env_for({"TOOLCRIB_PUBLIC_URL": gateway.url, "TOOLCRIB_SEMANTIC": "false"})
+            argv = [*TOOLCRIB, "connections", "add", "helpdesk", "--connector", "Helpdesk"]
+            argv += ["--url", upstream.mcp_url, "--oauth", "--json", "--database", db_url]
+            proc = subprocess.Popen(  # noqa: ASYNC220 - its pipes are read from worker threads below
+                argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+            )
+            try:
+                assert proc.stderr is not None
+                with anyio.fail_after(60):
+                    line = await anyio.to_thread.run_sync(proc.stderr.readline)
+                assert line.startswith(b"Authorize helpdesk at its provider: "), line
+                url = line.decode().split(": ", 1)[1].strip()
+                back = await follow(url)
+                assert back.status_code == 202  # the serving gateway took the code; the CLI finishes
+                with anyio.fail_after(60):
+                    out, _ = await anyio.to_thread.run_sync(proc.communicate)
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait(10)
+        assert proc.returncode == 0
+        view = json.loads(out)
+        assert view["status"] == "active"
+        assert view["tools"] > 0
+    finally:
+        gateway.stop()

@@ -192,7 +192,7 @@ async def sync_connection(gw: Gateway, name: str) -> ConnectionRow:
     if broken is not None:  # nothing is started from a definition that cannot be sound
         return await _failed(gw, name, "error", broken)
     if row.auth == "oauth" and not await oauth.has_grant(gw, name):  # never authorized: ask for it
-        return await oauth.authorize(gw, row, status="needs_reauth" if row.status == "active" else row.status)
+        return await oauth.authorize(gw, row, status="pending" if row.status == "pending" else "needs_reauth")
     spec = spec_of(gw, row)
     try:
         raw = await gw.upstreams.session(spec).list_tools()

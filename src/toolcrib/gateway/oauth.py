@@ -29,6 +29,7 @@ __all__ = [
     "on_auth_needed",
     "on_authorized",
     "reauth_notices",
+    "wait_authorized",
 ]
 
 _MAX_NOTICES = 3
@@ -140,11 +141,7 @@ async def on_auth_needed(gw: Gateway, spec: UpstreamSpec) -> str | None:
     if row is None or row.auth != "oauth":
         return None
     await grant_store.put_grant(gw.db, row.name, "", tokens=None, expires_at=None)  # dead: no more refreshes
-    fresh = await authorize(gw, row, status="needs_reauth")
-    if fresh.authorize_url is None and fresh.status != "active":
-        await conn_store.set_status(gw.db, row.name, "needs_reauth", fresh.reason)
-        await _reinstalled(gw, row.name)
-    return fresh.authorize_url
+    return (await authorize(gw, row, status="needs_reauth")).authorize_url
 
 
 async def on_authorized(
@@ -159,11 +156,23 @@ async def on_authorized(
         await sync_connection(gw, binding.account)
         return
     row = await conn_store.get_connection(gw.db, binding.account)
-    if row is None or row.status == "active" or row.authorize_url != url:
+    if row is None or row.authorize_url != url:  # a newer flow's link stands
+        return
+    if row.status == "active" and await has_grant(gw, row.name):
         return
     why = f"{failure or 'the authorization did not complete'}; refresh the connection for a new link"
-    await conn_store.set_status(gw.db, row.name, row.status, why)
+    status = "needs_reauth" if row.status == "active" else row.status
+    await conn_store.set_status(gw.db, row.name, status, why)
     await _reinstalled(gw, row.name)
+
+
+async def wait_authorized(gw: Gateway, name: str) -> ConnectionRow:
+    """Wait until the authorization this process started for ``name`` ends (at most the link's
+    lifetime and a little more), then the connection as it reads. For the command line, which
+    started the flow and stays to finish it when the callback reaches the serving gateway."""
+    bound = gw.settings.upstream_oauth_pending_seconds + 4 * gw.settings.connect_timeout_seconds
+    await gw.upstreams.authorizer.ended(name, "", bound)
+    return await _reinstalled(gw, name)
 
 
 async def complete_callback(gw: Gateway, query: dict[str, str]) -> tuple[str, bool | None]:

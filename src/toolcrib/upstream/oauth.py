@@ -247,6 +247,16 @@ class Authorizer:
         flow = self._flows.get((account, member))
         return flow.url if flow is not None and flow.live() else None
 
+    async def ended(self, account: str, member: str, wait_seconds: float) -> bool | None:
+        """Wait (bounded) for the flow of (``account``, ``member``) to end: whether it succeeded, or
+        None when this process runs no such flow or it did not end in time."""
+        flow = self._flows.get((account, member))
+        if flow is None:
+            return None
+        with anyio.move_on_after(wait_seconds):
+            await flow.done.wait()
+        return flow.ok if flow.done.is_set() else None
+
     async def delivered(self, state: str, wait_seconds: float) -> bool | None:
         """Wake the flow of ``state`` in this process and wait (bounded) until it ends: whether it
         succeeded, or None when no flow of this process waits for ``state`` or it did not end."""
