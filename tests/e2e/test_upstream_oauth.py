@@ -24,8 +24,9 @@ from sqlalchemy import select
 from tests.conftest import ROOT, TOOLCRIB, env_for, free_port, start_gateway
 from tests.e2e.inprocess import open_gateway, owner_token, serve, settings_for
 from tests.e2e.mcpclient import connect, error_code, gateway_payload
+from tests.e2e.org import ALL_SCOPES
 from tests.fixtures.oauth_upstream import OAuthUpstream, serve_oauth_upstream
-from toolcrib.gateway import connections
+from toolcrib.gateway import connections, members
 from toolcrib.gateway.core import Gateway
 from toolcrib.store.tables import upstream_tokens
 
@@ -224,3 +225,39 @@ async def test_r13_1_cli_add_oauth_prints_the_url_and_finishes_through_the_servi
         assert view["tools"] > 0
     finally:
         gateway.stop()
+
+
+async def test_r13_1_per_member_connection_calls_on_each_members_own_grant(tmp_path: Path) -> None:
+    async with world(tmp_path) as w:
+        row = await connections.add_connection(
+            w.gw, "desk", connector="Helpdesk", url=w.upstream.mcp_url, oauth={"per_member": True}
+        )
+        assert row.auth == "oauth_member"
+        assert row.authorize_url is not None
+        assert (await follow(row.authorize_url)).status_code == 200  # whoever added it: the catalog
+        assert (await connections.get_connection(w.gw, "desk")).status == "active"
+        first_grant = set(w.upstream.access)
+        await members.add_member(w.gw, "mia", "member")
+        _, mia = await members.create_token(w.gw, "mia", ALL_SCOPES)
+        add = {"tool": "desk__add_numbers", "arguments": {"a": 1, "b": 2}}
+        async with connect(w.base, mia) as client:
+            refused = await client.call_tool("execute_tool", add)
+            assert error_code(refused) == "needs_reauth"
+            url = gateway_payload(refused)["error"]["authorize_url"]
+            assert url
+            assert url != row.authorize_url
+            assert (await connections.get_connection(w.gw, "desk")).status == "active"  # others unaffected
+            found = gateway_payload(await client.call_tool("search_tools", {"query": "add two numbers"}))
+            assert found["needs_reauth"] == [
+                {"account": "desk", "connector": "Helpdesk", "status": "needs_reauth", "authorize_url": url}
+            ]
+            assert (await follow(url)).status_code == 200  # mia authorizes her own account
+            w.upstream.verified.clear()
+            done = await client.call_tool("execute_tool", add)
+            assert not done.is_error, done
+            presented = set(w.upstream.verified)
+            assert presented
+            assert not presented & first_grant  # her own token, not the grant of who added it
+            found = gateway_payload(await client.call_tool("search_tools", {"query": "add two numbers"}))
+            assert "needs_reauth" not in found
+        assert w.upstream.registrations == 1  # one client registration for the connection

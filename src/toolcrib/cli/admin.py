@@ -70,6 +70,9 @@ def connections_add(
     client_id: str | None = typer.Option(None, "--client-id", help="OAuth client registered by hand."),
     client_secret: str | None = typer.Option(None, "--client-secret", help="Its secret (secret)."),
     scope: str | None = typer.Option(None, "--scope", help="OAuth scopes to ask for."),
+    per_member: bool = typer.Option(
+        False, "--per-member", help="With --oauth, each member authorizes their own account."
+    ),
     wait: bool = typer.Option(True, "--wait/--no-wait", help="With --oauth, wait for the authorization."),
     database: str | None = DatabaseOption,
     as_json: bool = JsonOption,
@@ -84,9 +87,14 @@ def connections_add(
 
     _check("connections", "create", name=name, connector=connector, command=command, url=url)
     env_map, header_map = _pairs(env, "--env"), _pairs(header, "--header")
-    client = {"client_id": client_id, "client_secret": client_secret, "scope": scope}
-    settings = {k: v for k, v in client.items() if v is not None}
-    oauth_value: bool | dict[str, str] | None = (settings or True) if oauth or settings else None
+    client = {
+        "client_id": client_id,
+        "client_secret": client_secret,
+        "scope": scope,
+        "per_member": per_member,
+    }
+    settings = {k: v for k, v in client.items() if v}
+    oauth_value: bool | dict[str, Any] | None = (settings or True) if oauth or settings else None
 
     async def work(gw: Gateway) -> dict[str, Any]:
         row = await connections.add_connection(

@@ -41,12 +41,13 @@ class Definition:
     url: str | None
     env: dict[str, str] = field(default_factory=dict)
     headers: dict[str, str] = field(default_factory=dict)
-    oauth: dict[str, str] | None = None
+    oauth: dict[str, Any] | None = None
     """OAuth 2.1 at the upstream (#14): ``{}``, or a client registered by hand (``client_id``,
-    ``client_secret``) and the ``scope`` to ask for."""
+    ``client_secret``), the ``scope`` to ask for, and ``per_member`` (each member authorizes
+    their own account at the provider)."""
 
 
-_OAUTH_FIELDS = ("client_id", "client_secret", "scope")
+_OAUTH_FIELDS = ("client_id", "client_secret", "scope", "per_member")
 
 
 class _Problems:
@@ -89,7 +90,7 @@ def check_definition(
     return Definition(name, connector.strip(), argv, checked_url, env_map, header_map, oauth_map)
 
 
-def _oauth(oauth: Any, remote: bool, problems: _Problems) -> dict[str, str] | None:
+def _oauth(oauth: Any, remote: bool, problems: _Problems) -> dict[str, Any] | None:
     """``None`` (static credentials), or the OAuth settings of a remote connection."""
     if oauth is None or oauth is False:
         return None
@@ -101,11 +102,16 @@ def _oauth(oauth: Any, remote: bool, problems: _Problems) -> dict[str, str] | No
     if not isinstance(oauth, Mapping) or set(oauth) - set(_OAUTH_FIELDS):
         problems.add("/oauth", f"must be true or an object of {', '.join(_OAUTH_FIELDS)}")
         return None
-    out: dict[str, str] = {}
+    out: dict[str, Any] = {}
     for key, value in oauth.items():
-        if value is None:
+        if value is None or value is False:
             continue
-        if not isinstance(value, str) or not value or len(value) > _MAX_ARG or _CONTROL.search(value):
+        if key == "per_member":
+            if value is not True:
+                problems.add("/oauth/per_member", "must be a boolean")
+            else:
+                out[key] = True
+        elif not isinstance(value, str) or not value or len(value) > _MAX_ARG or _CONTROL.search(value):
             problems.add(f"/oauth/{key}", f"must be a string of at most {_MAX_ARG} printable characters")
         else:
             out[key] = value

@@ -63,7 +63,7 @@ async def add_connection(
     url: str | None = None,
     env: Mapping[str, str] | None = None,
     headers: Mapping[str, str] | None = None,
-    oauth: bool | Mapping[str, str] | None = None,
+    oauth: bool | Mapping[str, Any] | None = None,
     actor: Principal | None = None,
 ) -> ConnectionRow:
     """Create a connection (status ``pending``) and sync its catalog at once.
@@ -92,7 +92,7 @@ async def add_connection(
         reason="not synced yet",
         tool_count=0,
         catalog_version=0,
-        auth="oauth" if d.oauth is not None else None,
+        auth=None if d.oauth is None else "oauth_member" if d.oauth.get("per_member") else "oauth",
     )
     await store.insert_connection(gw.db, row)
     gw.connections[d.name] = row
@@ -129,7 +129,7 @@ async def update_connection(
         url,
         secrets.get("env") if env is None else env,
         secrets.get("headers") if headers is None else headers,
-        secrets.get("oauth") if current.auth == "oauth" else None,
+        _kept_oauth(current.auth, secrets.get("oauth")),
     )
     stdio_changed = d.argv is not None and (d.argv != current.command or env is not None)
     _require_stdio_allowed(gw, actor, stdio_changed)
@@ -151,8 +151,16 @@ def _sealed(d: Definition) -> dict[str, Any]:
     """What a connection keeps sealed (R-13.3): its env, headers and OAuth client settings."""
     secrets: dict[str, Any] = {"env": d.env, "headers": d.headers}
     if d.oauth is not None:
-        secrets["oauth"] = d.oauth
+        secrets["oauth"] = {k: v for k, v in d.oauth.items() if k != "per_member"}
     return secrets
+
+
+def _kept_oauth(auth: str | None, sealed: Any) -> dict[str, Any] | None:
+    """The OAuth settings an update keeps (the mode is in the ``auth`` column, not sealed)."""
+    if auth not in oauth.MODES:
+        return None
+    kept = dict(sealed or {})
+    return {**kept, "per_member": True} if auth == "oauth_member" else kept
 
 
 async def _require_reach(gw: Gateway, actor: Principal | None, d: Definition) -> None:
@@ -164,8 +172,9 @@ async def _require_reach(gw: Gateway, actor: Principal | None, d: Definition) ->
         raise Restricted(f"connecting {d.connector!r} is withheld by a restriction")
 
 
-def spec_of(gw: Gateway, row: ConnectionRow) -> UpstreamSpec:
-    """How to reach ``row``; free text about it is redacted like its results (R-13.3)."""
+def spec_of(gw: Gateway, row: ConnectionRow, member: str = "") -> UpstreamSpec:
+    """How to reach ``row`` (on ``member``'s own grant when it has one per member); free text about
+    it is redacted like its results (R-13.3)."""
     secrets: dict[str, Any] = gw.box.open(row.secrets) or {}
     spec = UpstreamSpec(
         name=row.name,
@@ -174,7 +183,7 @@ def spec_of(gw: Gateway, row: ConnectionRow) -> UpstreamSpec:
         url=row.url,
         env=dict(secrets.get("env") or {}),
         headers=dict(secrets.get("headers") or {}),
-        oauth=oauth.binding_of(gw, row),
+        oauth=oauth.binding_of(gw, row, member),
     )
     own = spec.secret_values()
     return replace(spec, scrub=lambda text: redact_text(text, own))
@@ -191,7 +200,7 @@ async def sync_connection(gw: Gateway, name: str) -> ConnectionRow:
     broken = _broken(row)
     if broken is not None:  # nothing is started from a definition that cannot be sound
         return await _failed(gw, name, "error", broken)
-    if row.auth == "oauth" and not await oauth.has_grant(gw, name):  # never authorized: ask for it
+    if row.auth in oauth.MODES and not await oauth.has_grant(gw, name):  # never authorized: ask for it
         return await oauth.authorize(gw, row, status="pending" if row.status == "pending" else "needs_reauth")
     spec = spec_of(gw, row)
     try:

@@ -100,11 +100,11 @@ async def _c_get(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
     "connections",
     "create",
     "Connect an MCP server (command or url); with oauth, the answer's authorize_url authorizes it.",
-    "name connector command:argv url oauth:boolean client_id client_secret scope",
+    "name connector command:argv url oauth:boolean per_member:boolean client_id client_secret scope",
     "name connector",
 )
 async def _c_create(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
-    client = {k: a[k] for k in ("client_id", "client_secret", "scope") if a.get(k) is not None}
+    client = {k: a[k] for k in ("client_id", "client_secret", "scope", "per_member") if a.get(k)}
     row = await connections.add_connection(
         gw,
         a["name"],

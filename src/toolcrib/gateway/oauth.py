@@ -22,6 +22,7 @@ from toolcrib.upstream.oauth import OAuthBinding
 from toolcrib.upstream.session import UpstreamSpec
 
 __all__ = [
+    "MODES",
     "authorize",
     "binding_of",
     "complete_callback",
@@ -33,12 +34,17 @@ __all__ = [
 ]
 
 _MAX_NOTICES = 3
+MODES = ("oauth", "oauth_member")
+"""``connections.auth`` of an OAuth connection: one shared grant, or one grant per member."""
 
 
 def binding_of(gw: Gateway, row: ConnectionRow, member: str = "") -> OAuthBinding | None:
-    """The OAuth binding of an OAuth connection (its client settings are sealed with its secrets)."""
-    if row.auth != "oauth":
+    """The OAuth binding of an OAuth connection (its client settings are sealed with its secrets):
+    ``member``'s own grant on a per-member connection, otherwise the shared one (``""``). The
+    catalog of a per-member connection is read on the shared grant of whoever added it."""
+    if row.auth not in MODES:
         return None
+    member = member if row.auth == "oauth_member" else ""
     secrets: dict[str, Any] = gw.box.open(row.secrets) or {}
     conf: dict[str, str] = secrets.get("oauth") or {}
     s = gw.settings
@@ -74,8 +80,12 @@ class _Vault:
         )
 
     async def client(self) -> dict[str, Any] | None:
-        grant = await grant_store.get_grant(self._gw.db, self._account, self._member)
-        return self._gw.box.open(grant.client) if grant is not None and grant.client else None
+        """The client registration: one per connection, made on the shared grant's flow."""
+        for member in dict.fromkeys((self._member, "")):
+            grant = await grant_store.get_grant(self._gw.db, self._account, member)
+            if grant is not None and grant.client:
+                return self._gw.box.open(grant.client)  # type: ignore[no-any-return]
+        return None
 
     async def save_client(self, client: dict[str, Any]) -> None:
         sealed = self._gw.box.seal(client)
@@ -138,9 +148,12 @@ async def on_auth_needed(gw: Gateway, spec: UpstreamSpec) -> str | None:
     ``needs_reauth`` with a fresh authorize URL, its tools leave search, and the URL is returned
     for the ``needs_reauth`` answer of the call that met it."""
     row = await conn_store.get_connection(gw.db, spec.name)
-    if row is None or row.auth != "oauth":
+    if row is None or spec.oauth is None or row.auth not in MODES or row.url is None:
         return None
-    await grant_store.put_grant(gw.db, row.name, "", tokens=None, expires_at=None)  # dead: no more refreshes
+    member = spec.oauth.member
+    await grant_store.put_grant(gw.db, row.name, member, tokens=None, expires_at=None)  # dead: no refreshes
+    if member:  # one member's own grant: only that member must authorize; the connection stays as it is
+        return await gw.upstreams.authorizer.begin(spec.oauth, row.url)
     return (await authorize(gw, row, status="needs_reauth")).authorize_url
 
 
@@ -151,6 +164,10 @@ async def on_authorized(
     and the row says why (unless a newer flow replaced that link meanwhile)."""
     from toolcrib.gateway.connections import sync_connection
 
+    if binding.member:  # a member's own grant: their next call starts a session on it
+        if ok:
+            await gw.upstreams.discard(binding.account, binding.member)
+        return
     if ok:
         await gw.upstreams.discard(binding.account)
         await sync_connection(gw, binding.account)
@@ -195,7 +212,15 @@ def reauth_notices(gw: Gateway, principal: Principal, policy: PolicySnapshot) ->
     notices: list[dict[str, Any]] = []
     for name in sorted(gw.connections):
         row = gw.connections[name]
-        waiting = row.status == "needs_reauth" or (row.auth == "oauth" and row.status == "pending")
+        status, url = row.status, row.authorize_url
+        mine = (
+            gw.upstreams.authorizer.pending_url(name, principal.member)
+            if row.auth == "oauth_member"
+            else None
+        )
+        if mine is not None and row.status == "active":  # this member's own grant is being authorized
+            status, url = "needs_reauth", mine
+        waiting = status == "needs_reauth" or (row.auth in MODES and status == "pending")
         if not waiting:
             continue
         decision = reach.decide(
@@ -203,11 +228,6 @@ def reauth_notices(gw: Gateway, principal: Principal, policy: PolicySnapshot) ->
         )
         if decision.allowed:
             notices.append(
-                {
-                    "account": row.name,
-                    "connector": row.connector,
-                    "status": row.status,
-                    "authorize_url": row.authorize_url,
-                }
+                {"account": row.name, "connector": row.connector, "status": status, "authorize_url": url}
             )
     return notices[:_MAX_NOTICES]

@@ -44,7 +44,8 @@ class Upstreams:
         self._idle_stop = idle_stop
         self._on_tools_changed = on_tools_changed
         self._on_auth_needed = on_auth_needed
-        self._sessions: dict[str, UpstreamSession] = {}
+        self._sessions: dict[tuple[str, str], UpstreamSession] = {}
+        """By connection and member: a per-member OAuth connection has one session per member."""
 
     @classmethod
     @asynccontextmanager
@@ -73,7 +74,8 @@ class Upstreams:
 
     def session(self, spec: UpstreamSpec) -> UpstreamSession:
         """The session for ``spec``; a changed spec replaces the old session."""
-        current = self._sessions.get(spec.name)
+        key = (spec.name, spec.oauth.member if spec.oauth is not None else "")
+        current = self._sessions.get(key)
         if current is not None and current.spec == spec:
             return current
         if current is not None:
@@ -85,16 +87,18 @@ class Upstreams:
             on_auth_needed=self._on_auth_needed,
             **self._options,
         )
-        self._sessions[spec.name] = fresh
+        self._sessions[key] = fresh
         return fresh
 
-    async def discard(self, name: str) -> None:
-        session = self._sessions.pop(name, None)
-        if session is not None:
-            await session.close()
+    async def discard(self, name: str, member: str | None = None) -> None:
+        """Close the sessions of connection ``name`` (only ``member``'s, when given)."""
+        for key in [k for k in self._sessions if k[0] == name and member in (None, k[1])]:
+            session = self._sessions.pop(key, None)
+            if session is not None:
+                await session.close()
 
     async def close_all(self) -> None:
-        for name in list(self._sessions):
+        for name, _ in list(self._sessions):
             await self.discard(name)
 
     async def _reap_idle(self) -> None:
@@ -102,9 +106,10 @@ class Upstreams:
             await anyio.sleep(min(30.0, max(self._idle_stop / 4, 0.05)))
             now = time.monotonic()
             for session in list(self._sessions.values()):
+                per_member = session.spec.oauth is not None and session.spec.oauth.member != ""
                 if (
                     session.running
-                    and session.spec.transport == "stdio"
+                    and (session.spec.transport == "stdio" or per_member)
                     and now - session.last_used > self._idle_stop
                 ):
                     await session.close()
