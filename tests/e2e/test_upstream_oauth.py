@@ -261,3 +261,18 @@ async def test_r13_1_per_member_connection_calls_on_each_members_own_grant(tmp_p
             found = gateway_payload(await client.call_tool("search_tools", {"query": "add two numbers"}))
             assert "needs_reauth" not in found
         assert w.upstream.registrations == 1  # one client registration for the connection
+
+
+async def test_r12_2_upstream_access_token_is_redacted_from_results(tmp_path: Path) -> None:
+    async with world(tmp_path) as w:
+        await authorized(w, "helpdesk")
+        async with connect(w.base, w.token) as client:
+            result = await client.call_tool(
+                "execute_tool", {"tool": "helpdesk__reveal_grant", "arguments": {}}
+            )
+        assert not result.is_error, result
+        issued = list(w.upstream.access)
+        assert issued
+        shown = json.dumps(result.model_dump(mode="json"))
+        assert not any(token in shown for token in issued)
+        assert result.structured_content == {"you_are": "[REDACTED]"}

@@ -185,8 +185,7 @@ def spec_of(gw: Gateway, row: ConnectionRow, member: str = "") -> UpstreamSpec:
         headers=dict(secrets.get("headers") or {}),
         oauth=oauth.binding_of(gw, row, member),
     )
-    own = spec.secret_values()
-    return replace(spec, scrub=lambda text: redact_text(text, own))
+    return replace(spec, scrub=lambda text: redact_text(text, spec.secret_values()))  # OAuth's tokens change
 
 
 async def sync_connection(gw: Gateway, name: str) -> ConnectionRow:

@@ -9,6 +9,7 @@ gateway decides what a connection's status reads and keeps the search index in s
 from __future__ import annotations
 
 import time
+import weakref
 from typing import Any
 
 from toolcrib.errors import InvalidArguments, NotFound
@@ -50,6 +51,7 @@ def binding_of(gw: Gateway, row: ConnectionRow, member: str = "") -> OAuthBindin
     s = gw.settings
     return OAuthBinding(
         vault=_Vault(gw, row.name, member),
+        known=known_tokens(gw, row.name, member),
         account=row.name,
         member=member,
         redirect_uri=s.upstream_oauth_redirect_uri,
@@ -61,19 +63,41 @@ def binding_of(gw: Gateway, row: ConnectionRow, member: str = "") -> OAuthBindin
     )
 
 
+_KNOWN: weakref.WeakKeyDictionary[Gateway, dict[tuple[str, str], list[str]]] = weakref.WeakKeyDictionary()
+_KEEP_KNOWN = 6
+
+
+def known_tokens(gw: Gateway, account: str, member: str) -> list[str]:
+    """The upstream tokens of a grant this process has seen lately: the connection's own secrets,
+    redacted from its results and free text like its header values (R-12.2, R-13.3). The list is
+    live: the vault adds each token it loads or stores."""
+    return _KNOWN.setdefault(gw, {}).setdefault((account, member), [])
+
+
 class _Vault:
     """A grant in the store, sealed with the connection secrets' key (R-13.3)."""
 
     def __init__(self, gw: Gateway, account: str, member: str) -> None:
         self._gw, self._account, self._member = gw, account, member
 
+    def _seen(self, tokens: dict[str, Any]) -> None:
+        known = known_tokens(self._gw, self._account, self._member)
+        for key in ("access_token", "refresh_token"):
+            value = tokens.get(key)
+            if isinstance(value, str) and value and value not in known:
+                known.append(value)
+        del known[:-_KEEP_KNOWN]
+
     async def tokens(self) -> tuple[dict[str, Any] | None, float | None]:
         grant = await grant_store.get_grant(self._gw.db, self._account, self._member)
         if grant is None or grant.tokens is None:
             return None, None
-        return self._gw.box.open(grant.tokens), grant.expires_at
+        tokens: dict[str, Any] = self._gw.box.open(grant.tokens)
+        self._seen(tokens)
+        return tokens, grant.expires_at
 
     async def save_tokens(self, tokens: dict[str, Any], refresh_by: float | None) -> None:
+        self._seen(tokens)
         sealed = self._gw.box.seal(tokens)
         await grant_store.put_grant(
             self._gw.db, self._account, self._member, tokens=sealed, expires_at=refresh_by

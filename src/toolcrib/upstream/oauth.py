@@ -100,6 +100,8 @@ class OAuthBinding:
     scope: str | None = None
     refresh_margin: float = 60.0
     pending_seconds: float = 600.0
+    known: list[str] = field(default_factory=list, compare=False, repr=False)
+    """The grant's tokens seen lately (kept up to date by the vault), for redaction."""
 
 
 def refresh_at(expires_in: int | str | None, margin: float, now: float) -> float | None:

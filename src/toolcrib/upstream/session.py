@@ -62,10 +62,10 @@ class UpstreamSpec:
 
     def secret_values(self) -> list[str]:
         """The credential values of this connection, for redaction (R-12.2): every ``env`` and
-        header value, the password of the URL, and a configured OAuth client secret."""
+        header value, the password of the URL, and OAuth's client secret and tokens."""
         password = urlsplit(self.url).password if self.url else None
-        client_secret = self.oauth.client_secret if self.oauth else None
-        return [v for v in (*self.env.values(), *self.headers.values(), password, client_secret) if v]
+        oauth = [self.oauth.client_secret, *self.oauth.known] if self.oauth else []
+        return [v for v in (*self.env.values(), *self.headers.values(), password, *oauth) if v]
 
     def redact(self, text: str) -> str:
         """Free text (stderr, an error message, a log line) without this connection's credentials.
