@@ -44,9 +44,9 @@ class World:
 
 
 @asynccontextmanager
-async def world(tmp_path: Path) -> AsyncIterator[World]:
+async def world(tmp_path: Path, **values: Any) -> AsyncIterator[World]:
     port = free_port()
-    settings = settings_for(tmp_path, semantic=False, port=port, upstream_oauth_refresh_margin_seconds=60.0)
+    settings = settings_for(tmp_path, semantic=False, port=port, **values)
     async with (
         serve_oauth_upstream(access_seconds=ACCESS_SECONDS) as upstream,
         open_gateway(settings) as gw,
@@ -276,3 +276,42 @@ async def test_r12_2_upstream_access_token_is_redacted_from_results(tmp_path: Pa
         shown = json.dumps(result.model_dump(mode="json"))
         assert not any(token in shown for token in issued)
         assert result.structured_content == {"you_are": "[REDACTED]"}
+
+
+async def test_r13_1_an_unused_authorize_link_expires_and_the_connection_says_so(tmp_path: Path) -> None:
+    async with world(tmp_path, upstream_oauth_pending_seconds=1.0) as w:
+        row = await connections.add_connection(
+            w.gw, "helpdesk", connector="Helpdesk", url=w.upstream.mcp_url, oauth=True
+        )
+        assert row.authorize_url is not None
+        with anyio.fail_after(15):
+            while (await connections.get_connection(w.gw, "helpdesk")).authorize_url is not None:  # noqa: ASYNC110
+                await anyio.sleep(0.05)
+        late = await follow(row.authorize_url)
+        assert late.status_code == 404  # the state is gone: the link cannot be used any more
+        stale = await connections.get_connection(w.gw, "helpdesk")
+        assert stale.status == "pending"
+        assert stale.tool_count == 0
+        fresh = await connections.refresh_connection(w.gw, "helpdesk")  # a new link
+        assert fresh.authorize_url is not None
+        assert fresh.authorize_url != row.authorize_url
+        assert (await follow(fresh.authorize_url)).status_code == 200
+
+
+async def test_r13_1_authorization_refused_at_the_provider_leaves_the_connection_unauthorized(
+    tmp_path: Path,
+) -> None:
+    async with world(tmp_path) as w, httpx2.AsyncClient(timeout=30) as http:
+        row = await connections.add_connection(
+            w.gw, "helpdesk", connector="Helpdesk", url=w.upstream.mcp_url, oauth=True
+        )
+        assert row.authorize_url is not None
+        back = (await http.get(row.authorize_url)).headers["location"]
+        state = back.split("state=")[1].split("&")[0]
+        refused = await http.get(f"{w.base}/oauth/callback?error=access_denied&state={state}")
+        assert refused.status_code == 400
+        after = await connections.get_connection(w.gw, "helpdesk")
+        assert after.status == "pending"
+        assert after.authorize_url is None
+        assert (await http.get(back)).status_code == 404  # the state was used by the refusal
+        assert not w.upstream.grants
