@@ -28,6 +28,8 @@ from tests.e2e.org import ALL_SCOPES
 from tests.fixtures.oauth_upstream import OAuthUpstream, serve_oauth_upstream
 from toolcrib.gateway import connections, members
 from toolcrib.gateway.core import Gateway
+from toolcrib.gateway.execute import execute_tool
+from toolcrib.gateway.members import operator_principal
 from toolcrib.store.tables import upstream_tokens
 
 pytestmark = pytest.mark.anyio
@@ -246,6 +248,10 @@ async def test_r13_1_per_member_connection_calls_on_each_members_own_grant(tmp_p
             url = gateway_payload(refused)["error"]["authorize_url"]
             assert url
             assert url != row.authorize_url
+            for _ in range(4):  # asking again is not a crash: no back-off turns it into upstream_error
+                again = await client.call_tool("execute_tool", add)
+                assert error_code(again) == "needs_reauth"
+                assert gateway_payload(again)["error"]["authorize_url"] == url
             assert (await connections.get_connection(w.gw, "desk")).status == "active"  # others unaffected
             found = gateway_payload(await client.call_tool("search_tools", {"query": "add two numbers"}))
             assert found["needs_reauth"] == [
@@ -315,3 +321,21 @@ async def test_r13_1_authorization_refused_at_the_provider_leaves_the_connection
         assert after.authorize_url is None
         assert (await http.get(back)).status_code == 404  # the state was used by the refusal
         assert not w.upstream.grants
+
+
+async def test_a_second_gateway_sharing_the_grant_renews_with_the_rotated_refresh_token(
+    tmp_path: Path,
+) -> None:
+    async with world(tmp_path) as w:
+        await authorized(w, "helpdesk")
+        async with open_gateway(w.gw.settings) as other:  # a second replica on the same database
+            owner, peer = await operator_principal(w.gw), await operator_principal(other)
+            add = {"tool": "helpdesk__add_numbers", "arguments": {"a": 1, "b": 1}}
+            await execute_tool(w.gw, owner, **add)
+            await execute_tool(other, peer, **add)  # both hold the grant in memory now
+            await wait_until_expired(w.upstream)
+            await execute_tool(w.gw, owner, **add)  # renews, and the provider rotates the refresh token
+            await execute_tool(other, peer, **add)  # must renew with the rotated one, not its stale copy
+            assert w.upstream.grants.count("refresh_token") == 2
+            assert w.upstream.refused_refreshes == 0
+            assert (await connections.get_connection(other, "helpdesk")).status == "active"

@@ -182,6 +182,14 @@ class _Provider(OAuthClientProvider):
         if self.context.current_tokens is not None:
             self.context.token_expiry_time = await self._grant.refresh_by()
 
+    async def _refresh_token(self) -> httpx2.Request:
+        """Renew with the newest refresh token stored: another process or replica sharing the
+        grant may have renewed (and rotated it) since this one loaded it."""
+        stored = await self._grant.get_tokens()
+        if stored is not None and stored.refresh_token:
+            self.context.current_tokens = stored
+        return await super()._refresh_token()
+
 
 def session_auth(binding: OAuthBinding, server_url: str, on_needed: Callable[[], None]) -> httpx2.Auth:
     """The auth of a long-lived session: refreshes on its own, never waits for a person."""

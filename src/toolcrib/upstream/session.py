@@ -169,7 +169,7 @@ class UpstreamSession:
             raise UpstreamTimeout(f"{self.spec.name}: {what} did not answer within {seconds:g} s") from exc
         except MCPError as exc:
             if self._auth_needed:
-                await self._crashed(exc)
+                self._stopped()
                 raise await self._reauth() from exc
             if _too_large(exc):
                 raise TooLarge(
@@ -181,9 +181,10 @@ class UpstreamSession:
             await self._crashed(exc)
             raise UpstreamError(f"{self.spec.name}: the upstream server stopped during {what}") from exc
         except Exception as exc:
-            await self._crashed(exc)
             if self._auth_needed:
+                self._stopped()
                 raise await self._reauth() from exc
+            await self._crashed(exc)
             raise UpstreamError(f"{self.spec.name}: the upstream server stopped during {what}") from exc
 
     async def _reauth(self) -> NeedsReauth:
@@ -219,6 +220,8 @@ class UpstreamSession:
             return await self._start()
 
     async def _start(self) -> Client:
+        if self.spec.oauth is not None and (await self.spec.oauth.vault.tokens())[0] is None:
+            raise await self._reauth()  # no grant (yet): nothing to start, no upstream to bother
         ready, stop, closed = anyio.Event(), anyio.Event(), anyio.Event()
         failure: list[BaseException] = []
         self._stop, self._closed = stop, closed
@@ -232,9 +235,9 @@ class UpstreamSession:
                 f"{self.spec.name}: no answer within {self._connect_timeout:g} s of starting"
             )
         if self._client is None:
-            self._note_failure()
-            if self._auth_needed:
+            if self._auth_needed:  # not a failure of the server: no back-off before the next start
                 raise await self._reauth()
+            self._note_failure()
             if self._refused_status is not None:
                 raise UpstreamAuthFailed(
                     f"{self.spec.name}: the server refused the connection's credentials "
@@ -321,6 +324,10 @@ class UpstreamSession:
     async def _crashed(self, exc: BaseException) -> None:
         logger.warning("upstream %s crashed: %s", self.spec.name, self.spec.redact(repr(exc)))
         self._note_failure()
+        self._stopped()
+
+    def _stopped(self) -> None:
+        """End the session; the next call starts another."""
         if self._stop is not None:
             self._stop.set()
         self._client = None
