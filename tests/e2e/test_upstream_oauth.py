@@ -46,11 +46,11 @@ class World:
 
 
 @asynccontextmanager
-async def world(tmp_path: Path, **values: Any) -> AsyncIterator[World]:
+async def world(tmp_path: Path, access_seconds: int = ACCESS_SECONDS, **values: Any) -> AsyncIterator[World]:
     port = free_port()
     settings = settings_for(tmp_path, semantic=False, port=port, **values)
     async with (
-        serve_oauth_upstream(access_seconds=ACCESS_SECONDS) as upstream,
+        serve_oauth_upstream(access_seconds=access_seconds) as upstream,
         open_gateway(settings) as gw,
         serve(gw, port) as base,
     ):
@@ -339,3 +339,18 @@ async def test_a_second_gateway_sharing_the_grant_renews_with_the_rotated_refres
             assert w.upstream.grants.count("refresh_token") == 2
             assert w.upstream.refused_refreshes == 0
             assert (await connections.get_connection(other, "helpdesk")).status == "active"
+
+
+async def test_access_token_refused_before_its_expiry_is_renewed_and_the_call_goes_through(
+    tmp_path: Path,
+) -> None:
+    async with world(tmp_path) as w:
+        await authorized(w, "helpdesk")
+        owner = await operator_principal(w.gw)
+        add = {"tool": "helpdesk__add_numbers", "arguments": {"a": 1, "b": 1}}
+        await execute_tool(w.gw, owner, **add)
+        w.upstream.revoke_access_tokens()  # the provider drops them; the refresh token is still good
+        answer = await execute_tool(w.gw, owner, **add)
+        assert answer["structuredContent"] == {"sum": 2.0}
+        assert w.upstream.grants == ["authorization_code", "refresh_token"]
+        assert (await connections.get_connection(w.gw, "helpdesk")).status == "active"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import ColumnElement, delete, insert, select, update
 
 from toolcrib.store.database import Database
 from toolcrib.store.tables import oauth_pending, upstream_tokens
@@ -26,13 +26,13 @@ class SealedGrant:
     expires_at: float | None
 
 
-def _key(account: str, member: str) -> object:
+def _key(account: str, member: str) -> ColumnElement[bool]:
     return (upstream_tokens.c.account == account) & (upstream_tokens.c.member == member)
 
 
 async def get_grant(db: Database, account: str, member: str) -> SealedGrant | None:
     async with db.read() as conn:
-        row = (await conn.execute(select(upstream_tokens).where(_key(account, member)))).first()  # type: ignore[arg-type]
+        row = (await conn.execute(select(upstream_tokens).where(_key(account, member)))).first()
     return SealedGrant(row.tokens, row.client, row.expires_at) if row else None
 
 
@@ -40,9 +40,9 @@ async def put_grant(db: Database, account: str, member: str, **values: object) -
     """Set ``tokens`` + ``expires_at``, or ``client``, of a grant, creating the row if need be."""
     async with db.begin() as conn:
         where = _key(account, member)
-        found = (await conn.execute(select(upstream_tokens.c.account).where(where))).first()  # type: ignore[arg-type]
+        found = (await conn.execute(select(upstream_tokens.c.account).where(where))).first()
         if found:
-            await conn.execute(update(upstream_tokens).where(where).values(updated_at=time.time(), **values))  # type: ignore[arg-type]
+            await conn.execute(update(upstream_tokens).where(where).values(updated_at=time.time(), **values))
         else:
             row = {"account": account, "member": member, "updated_at": time.time(), **values}
             await conn.execute(insert(upstream_tokens).values(**row))
@@ -50,7 +50,7 @@ async def put_grant(db: Database, account: str, member: str, **values: object) -
 
 async def drop_grant(db: Database, account: str, member: str) -> None:
     async with db.begin() as conn:
-        await conn.execute(delete(upstream_tokens).where(_key(account, member)))  # type: ignore[arg-type]
+        await conn.execute(delete(upstream_tokens).where(_key(account, member)))
 
 
 async def open_pending(

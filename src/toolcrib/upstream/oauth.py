@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import AsyncGenerator, Callable, Coroutine
 from dataclasses import dataclass, field, fields
 from typing import Any, Protocol
 from urllib.parse import parse_qs, urlsplit
@@ -191,17 +191,51 @@ class _Provider(OAuthClientProvider):
         return await super()._refresh_token()
 
 
+class _SessionProvider(_Provider):
+    """A session's provider: when the upstream refuses the access token before it expired (revoked,
+    keys rotated), one renewal with the refresh token is tried and the same request sent again, as
+    the request was refused before the upstream acted on it. Only then is a person needed."""
+
+    def __init__(self, binding: OAuthBinding, server_url: str, on_needed: Callable[[], None]) -> None:
+        async def refuse(_url: str) -> None:
+            raise AuthorizationNeeded(binding.account)
+
+        async def never() -> AuthorizationCodeResult:  # pragma: no cover - refuse() raised first
+            raise AuthorizationNeeded(binding.account)
+
+        super().__init__(binding, server_url, refuse, never)
+        self._account = binding.account
+        self._on_needed = on_needed
+
+    async def _auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        inner = super()._auth_flow(request)
+        try:
+            outgoing = await inner.__anext__()
+            while True:
+                response = yield outgoing
+                outgoing = await inner.asend(response)
+        except StopAsyncIteration:
+            return
+        except AuthorizationNeeded:
+            pass
+        finally:
+            await inner.aclose()
+        async with self.context.lock:
+            renewed = False
+            if self.context.can_refresh_token():
+                answer = yield await self._refresh_token()
+                renewed = await self._handle_refresh_response(answer)
+            if not renewed:
+                self._on_needed()
+                raise AuthorizationNeeded(self._account)
+            self._add_auth_header(request)
+        yield request
+
+
 def session_auth(binding: OAuthBinding, server_url: str, on_needed: Callable[[], None]) -> httpx2.Auth:
-    """The auth of a long-lived session: refreshes on its own, never waits for a person."""
-
-    async def refuse(_url: str) -> None:
-        on_needed()
-        raise AuthorizationNeeded(binding.account)
-
-    async def never() -> AuthorizationCodeResult:  # pragma: no cover - refuse() raised first
-        raise AuthorizationNeeded(binding.account)
-
-    return _Provider(binding, server_url, refuse, never)
+    """The auth of a long-lived session: renews on its own, never waits for a person; ``on_needed``
+    is told when only a person can help."""
+    return _SessionProvider(binding, server_url, on_needed)
 
 
 @dataclass
