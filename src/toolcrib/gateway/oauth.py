@@ -8,6 +8,7 @@ gateway decides what a connection's status reads and keeps the search index in s
 
 from __future__ import annotations
 
+import json
 import time
 import weakref
 from typing import Any
@@ -35,6 +36,7 @@ __all__ = [
 ]
 
 _MAX_NOTICES = 3
+_NOTICE_BYTES = 1500  # of the 6,000 bytes of a search response (R-5.9): the cards keep the rest
 MODES = ("oauth", "oauth_member")
 """``connections.auth`` of an OAuth connection: one shared grant, or one grant per member."""
 
@@ -232,8 +234,13 @@ async def complete_callback(gw: Gateway, query: dict[str, str]) -> tuple[str, bo
 
 def reauth_notices(gw: Gateway, principal: Principal, policy: PolicySnapshot) -> list[dict[str, Any]]:
     """The OAuth connections ``principal`` may reach that wait for an authorization, each with the
-    link that fixes it: search names them instead of leaving their tools silently absent."""
+    link that fixes it: search names them instead of leaving their tools silently absent.
+
+    At most three, within ``_NOTICE_BYTES`` of the search response's budget (R-5.9): a notice
+    whose link does not fit any more names the account only (``connections get`` shows it).
+    """
     notices: list[dict[str, Any]] = []
+    room = _NOTICE_BYTES
     for name in sorted(gw.connections):
         row = gw.connections[name]
         status, url = row.status, row.authorize_url
@@ -245,13 +252,19 @@ def reauth_notices(gw: Gateway, principal: Principal, policy: PolicySnapshot) ->
         if mine is not None and row.status == "active":  # this member's own grant is being authorized
             status, url = "needs_reauth", mine
         waiting = status == "needs_reauth" or (row.auth in MODES and status == "pending")
-        if not waiting:
-            continue
-        decision = reach.decide(
+        allowed = waiting and reach.decide(
             policy.rules, principal, account=row.name, connector=row.connector, where="search"
-        )
-        if decision.allowed:
-            notices.append(
-                {"account": row.name, "connector": row.connector, "status": status, "authorize_url": url}
-            )
-    return notices[:_MAX_NOTICES]
+        ).allowed
+        if not allowed or len(notices) == _MAX_NOTICES:
+            continue
+        notice = {"account": row.name, "connector": row.connector, "status": status, "authorize_url": url}
+        if _size(notice) > room:
+            notice["authorize_url"] = None
+        if _size(notice) <= room:
+            notices.append(notice)
+            room -= _size(notice)
+    return notices
+
+
+def _size(value: Any) -> int:
+    return len(json.dumps(value, ensure_ascii=False).encode())
