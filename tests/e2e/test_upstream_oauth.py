@@ -354,3 +354,11 @@ async def test_access_token_refused_before_its_expiry_is_renewed_and_the_call_go
         assert answer["structuredContent"] == {"sum": 2.0}
         assert w.upstream.grants == ["authorization_code", "refresh_token"]
         assert (await connections.get_connection(w.gw, "helpdesk")).status == "active"
+
+
+async def test_relabelling_an_oauth_connection_keeps_its_grant(tmp_path: Path) -> None:
+    async with world(tmp_path, access_seconds=3600) as w:
+        await authorized(w, "helpdesk")
+        row = await connections.update_connection(w.gw, "helpdesk", connector="Desk")
+        assert (row.status, row.auth, row.connector) == ("active", "oauth", "Desk")
+        assert w.upstream.grants == ["authorization_code"]  # no new authorization was needed
