@@ -3,7 +3,8 @@
 The authorization server and the MCP server it protects are the SDK's own server-side auth
 (``tests/fixtures/oauth_upstream.py``); the gateway is real, served over HTTP, and the person is an
 HTTP client that follows the authorize redirect (the fixture approves at once) to the gateway's
-``/oauth/callback``. Access tokens live two seconds, so a session outlives one.
+``/oauth/callback``. In the tests about expiry, access tokens live two seconds, so a session
+outlives one; elsewhere they live an hour, so no renewal happens by chance on a slow machine.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ class World:
 
 
 @asynccontextmanager
-async def world(tmp_path: Path, access_seconds: int = ACCESS_SECONDS, **values: Any) -> AsyncIterator[World]:
+async def world(tmp_path: Path, access_seconds: int = 3600, **values: Any) -> AsyncIterator[World]:
     port = free_port()
     settings = settings_for(tmp_path, semantic=False, port=port, **values)
     async with (
@@ -126,7 +127,7 @@ async def test_r13_1_callback_state_is_single_use(tmp_path: Path) -> None:
 
 
 async def test_access_token_expiring_mid_session_is_refreshed_without_a_failed_call(tmp_path: Path) -> None:
-    async with world(tmp_path) as w:
+    async with world(tmp_path, access_seconds=ACCESS_SECONDS) as w:
         await authorized(w, "helpdesk")
         async with connect(w.base, w.token) as client:
             first = await client.call_tool(
@@ -145,7 +146,7 @@ async def test_access_token_expiring_mid_session_is_refreshed_without_a_failed_c
 async def test_r13_1_revoked_refresh_token_turns_connection_to_needs_reauth_and_search_names_it(
     tmp_path: Path,
 ) -> None:
-    async with world(tmp_path) as w:
+    async with world(tmp_path, access_seconds=ACCESS_SECONDS) as w:
         await authorized(w, "helpdesk")
         w.upstream.revoke_refresh_tokens()
         await wait_until_expired(w.upstream)
@@ -200,7 +201,7 @@ async def test_r13_1_cli_add_oauth_prints_the_url_and_finishes_through_the_servi
     db_url = f"sqlite:///{tmp_path / 'cli.db'}"
     gateway = start_gateway(db_url, {"TOOLCRIB_SEMANTIC": "false"})
     try:
-        async with serve_oauth_upstream(access_seconds=ACCESS_SECONDS) as upstream:
+        async with serve_oauth_upstream() as upstream:
             env = env_for({"TOOLCRIB_PUBLIC_URL": gateway.url, "TOOLCRIB_SEMANTIC": "false"})
             argv = [*TOOLCRIB, "connections", "add", "helpdesk", "--connector", "Helpdesk"]
             argv += ["--url", upstream.mcp_url, "--oauth", "--json", "--database", db_url]
@@ -326,7 +327,7 @@ async def test_r13_1_authorization_refused_at_the_provider_leaves_the_connection
 async def test_a_second_gateway_sharing_the_grant_renews_with_the_rotated_refresh_token(
     tmp_path: Path,
 ) -> None:
-    async with world(tmp_path) as w:
+    async with world(tmp_path, access_seconds=ACCESS_SECONDS) as w:
         await authorized(w, "helpdesk")
         async with open_gateway(w.gw.settings) as other:  # a second replica on the same database
             owner, peer = await operator_principal(w.gw), await operator_principal(other)
@@ -336,7 +337,7 @@ async def test_a_second_gateway_sharing_the_grant_renews_with_the_rotated_refres
             await wait_until_expired(w.upstream)
             await execute_tool(w.gw, owner, **add)  # renews, and the provider rotates the refresh token
             await execute_tool(other, peer, **add)  # must renew with the rotated one, not its stale copy
-            assert w.upstream.grants.count("refresh_token") == 2
+            assert w.upstream.grants.count("refresh_token") >= 2  # each process renewed (more if slow)
             assert w.upstream.refused_refreshes == 0
             assert (await connections.get_connection(other, "helpdesk")).status == "active"
 
@@ -357,7 +358,7 @@ async def test_access_token_refused_before_its_expiry_is_renewed_and_the_call_go
 
 
 async def test_relabelling_an_oauth_connection_keeps_its_grant(tmp_path: Path) -> None:
-    async with world(tmp_path, access_seconds=3600) as w:
+    async with world(tmp_path) as w:
         await authorized(w, "helpdesk")
         row = await connections.update_connection(w.gw, "helpdesk", connector="Desk")
         assert (row.status, row.auth, row.connector) == ("active", "oauth", "Desk")
