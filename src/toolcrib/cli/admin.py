@@ -73,7 +73,6 @@ def connections_add(
     per_member: bool = typer.Option(
         False, "--per-member", help="With --oauth, each member authorizes their own account."
     ),
-    wait: bool = typer.Option(True, "--wait/--no-wait", help="With --oauth, wait for the authorization."),
     database: str | None = DatabaseOption,
     as_json: bool = JsonOption,
 ) -> None:
@@ -107,17 +106,17 @@ def connections_add(
             headers=header_map,
             oauth=oauth_value,
         )
-        return await _authorized(gw, row, wait=wait)
+        return await _authorized(gw, row)
 
     view = run_gateway(database, work)
     emit(view, as_json)
-    if wait or not view.get("authorize_url"):  # a link handed out without waiting is not a failure
-        _exit_unless_active(view, as_json)
+    _exit_unless_active(view, as_json)
 
 
-async def _authorized(gw: Gateway, row: Any, *, wait: bool) -> dict[str, Any]:
-    """The connection's view; for one waiting at an authorize URL, the URL printed first and, with
-    ``wait``, the view once the authorization ended (#14)."""
+async def _authorized(gw: Gateway, row: Any) -> dict[str, Any]:
+    """The connection's view; for one waiting at an authorize URL, the URL printed first and the
+    view once the authorization ended (#14). The flow lives in this process (it holds the PKCE
+    verifier), so the command stays until it ends: a link it left behind could not be used."""
     from toolcrib.gateway import connections, oauth
 
     view = connections.connection_view(row)
@@ -125,9 +124,9 @@ async def _authorized(gw: Gateway, row: Any, *, wait: bool) -> dict[str, Any]:
     if not url:
         return view
     err_console.print(f"Authorize {escape(row.name)} at its provider: {escape(url)}", soft_wrap=True)
-    if not wait:
-        return view
-    err_console.print("Waiting for the authorization to complete...")
+    err_console.print(
+        "Waiting for the authorization to complete (Ctrl-C gives up; the link then stops working)..."
+    )
     return connections.connection_view(await oauth.wait_authorized(gw, row.name))
 
 
@@ -162,7 +161,6 @@ def connections_list(database: str | None = DatabaseOption, as_json: bool = Json
 @connections_app.command("refresh")
 def connections_refresh(
     name: str,
-    wait: bool = typer.Option(True, "--wait/--no-wait", help="When it must be authorized, wait for it."),
     database: str | None = DatabaseOption,
     as_json: bool = JsonOption,
 ) -> None:
@@ -172,12 +170,11 @@ def connections_refresh(
     _check("connections", "refresh", name=name)
 
     async def work(gw: Gateway) -> dict[str, Any]:
-        return await _authorized(gw, await connections.refresh_connection(gw, name), wait=wait)
+        return await _authorized(gw, await connections.refresh_connection(gw, name))
 
     view = run_gateway(database, work)
     emit(view, as_json)
-    if wait or not view.get("authorize_url"):
-        _exit_unless_active(view, as_json)
+    _exit_unless_active(view, as_json)
 
 
 @connections_app.command("remove")

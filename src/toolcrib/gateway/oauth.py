@@ -252,9 +252,12 @@ def reauth_notices(gw: Gateway, principal: Principal, policy: PolicySnapshot) ->
         if mine is not None and row.status == "active":  # this member's own grant is being authorized
             status, url = "needs_reauth", mine
         waiting = status == "needs_reauth" or (row.auth in MODES and status == "pending")
-        allowed = waiting and reach.decide(
-            policy.rules, principal, account=row.name, connector=row.connector, where="search"
-        ).allowed
+        allowed = (
+            waiting
+            and reach.decide(
+                policy.rules, principal, account=row.name, connector=row.connector, where="search"
+            ).allowed
+        )
         if not allowed or len(notices) == _MAX_NOTICES:
             continue
         notice = {"account": row.name, "connector": row.connector, "status": status, "authorize_url": url}
