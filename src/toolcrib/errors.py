@@ -15,6 +15,7 @@ ToolcribError                      (code: "internal")
 │   ├── InvalidArguments           invalid_arguments     (JSON-pointer errors)
 │   ├── UpstreamError              upstream_error
 │   │   └── UpstreamAuthFailed     upstream_error        (the upstream refused the connection's credentials)
+│   ├── NeedsReauth                needs_reauth          (names the account and the URL to fix it)
 │   ├── UpstreamTimeout            upstream_timeout
 │   ├── RateLimited                rate_limited
 │   ├── TooLarge                   too_large
@@ -47,6 +48,7 @@ __all__ = [
     "InternalError",
     "InvalidArguments",
     "NeedsInput",
+    "NeedsReauth",
     "NotFound",
     "PermissionRequired",
     "RateLimited",
@@ -181,6 +183,22 @@ class UpstreamError(InBandError):
 
 class UpstreamAuthFailed(UpstreamError):
     """The upstream answered 401/403 to the connection's own credentials: the connection needs reauth."""
+
+
+class NeedsReauth(InBandError):
+    """An OAuth connection's grant at its upstream is missing, refused or expired (R-13.1): someone
+    must authorize it again at ``url`` (None when no authorization could be started)."""
+
+    code: ClassVar[str] = "needs_reauth"
+
+    def __init__(self, account: str, url: str | None) -> None:
+        fix = f"authorize it at {url}" if url else "refresh the connection to get a link to authorize it"
+        super().__init__(f"connection {account!r} needs to be authorized again at its provider: {fix}")
+        self.account = account
+        self.url = url
+
+    def extra(self) -> dict[str, Any]:
+        return {"account": self.account, "authorize_url": self.url}
 
 
 class UpstreamTimeout(InBandError):

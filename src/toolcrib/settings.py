@@ -119,6 +119,18 @@ class Settings(BaseSettings):
     oauth_audience: str | None = None
     """Audience a JWT must carry (defaults to the public URL of ``/mcp``)."""
 
+    upstream_oauth_callback_url: str | None = None
+    """Where an upstream's authorization server sends the person back after they authorized an
+    OAuth connection (#14); defaults to ``{public URL}/oauth/callback``. The command line that adds
+    a connection must see the same value as the serving gateway."""
+
+    upstream_oauth_pending_seconds: float = 600.0
+    """How long an upstream authorize link stays usable; its ``state`` is single-use."""
+
+    upstream_oauth_refresh_margin_seconds: float = 60.0
+    """An upstream access token is renewed this long before it expires (at most a tenth of its
+    lifetime), so no call is sent with a token about to die."""
+
     allow_remote_stdio: bool = False
     """Let a member's token create or change a stdio connection (a command run on this host) over
     MCP or REST. Off by default, so that no token is a way to run programs on the gateway's machine:
@@ -138,6 +150,11 @@ class Settings(BaseSettings):
     def resource_url(self) -> str:
         """The public base URL of this gateway."""
         return (self.public_url or f"http://{self.host}:{self.port}").rstrip("/")
+
+    @property
+    def upstream_oauth_redirect_uri(self) -> str:
+        """The redirect URI toolcrib registers at upstream authorization servers."""
+        return self.upstream_oauth_callback_url or self.resource_url + "/oauth/callback"
 
     def sqlite_path(self) -> Path | None:
         """The SQLite file behind ``database_url``, if it is SQLite."""

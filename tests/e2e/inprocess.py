@@ -40,9 +40,9 @@ async def owner_token(gw: Gateway) -> str:
 
 
 @asynccontextmanager
-async def serve(gw: Gateway) -> AsyncIterator[str]:
-    """Serve ``gw`` on a free loopback port; yields the base URL."""
-    port = free_port()
+async def serve(gw: Gateway, port: int | None = None) -> AsyncIterator[str]:
+    """Serve ``gw`` on ``port`` (a free loopback port by default); yields the base URL."""
+    port = port or free_port()
     settings = gw.settings.model_copy(update={"port": port})
     config = uvicorn.Config(
         create_app(settings, gateway=gw), host="127.0.0.1", port=port, log_level="warning"

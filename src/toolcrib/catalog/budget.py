@@ -71,7 +71,7 @@ def fit_search_response(
     *,
     restricted: Sequence[str],
     not_connected: Sequence[str] | None = None,
-    flags: Mapping[str, bool] | None = None,
+    flags: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """``{"results", "restricted"[, "not_connected"]}`` within R-5.9's budgets.
 

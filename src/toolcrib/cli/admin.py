@@ -66,24 +66,68 @@ def connections_add(
     url: str | None = typer.Option(None, "--url", help="Streamable HTTP URL."),
     env: list[str] | None = typer.Option(None, "--env", help="KEY=VALUE for a stdio server (secret)."),
     header: list[str] | None = typer.Option(None, "--header", help="KEY=VALUE HTTP header (secret)."),
+    oauth: bool = typer.Option(False, "--oauth", help="Authorize at the server with OAuth 2.1."),
+    client_id: str | None = typer.Option(None, "--client-id", help="OAuth client registered by hand."),
+    client_secret: str | None = typer.Option(None, "--client-secret", help="Its secret (secret)."),
+    scope: str | None = typer.Option(None, "--scope", help="OAuth scopes to ask for."),
+    per_member: bool = typer.Option(
+        False, "--per-member", help="With --oauth, each member authorizes their own account."
+    ),
     database: str | None = DatabaseOption,
     as_json: bool = JsonOption,
 ) -> None:
-    """Connect an MCP server and sync its catalog."""
+    """Connect an MCP server and sync its catalog.
+
+    With ``--oauth`` the authorize URL is printed (on stderr; under ``--json`` also in the JSON):
+    open it, authorize, and the provider sends you to the serving gateway's ``/oauth/callback``;
+    this command waits for that (up to the link's lifetime) and prints the connection.
+    """
     from toolcrib.gateway import connections
 
     _check("connections", "create", name=name, connector=connector, command=command, url=url)
     env_map, header_map = _pairs(env, "--env"), _pairs(header, "--header")
+    client = {
+        "client_id": client_id,
+        "client_secret": client_secret,
+        "scope": scope,
+        "per_member": per_member,
+    }
+    settings = {k: v for k, v in client.items() if v}
+    oauth_value: bool | dict[str, Any] | None = (settings or True) if oauth or settings else None
 
     async def work(gw: Gateway) -> dict[str, Any]:
         row = await connections.add_connection(
-            gw, name, connector=connector, command=command, url=url, env=env_map, headers=header_map
+            gw,
+            name,
+            connector=connector,
+            command=command,
+            url=url,
+            env=env_map,
+            headers=header_map,
+            oauth=oauth_value,
         )
-        return connections.connection_view(row)
+        return await _authorized(gw, row)
 
     view = run_gateway(database, work)
     emit(view, as_json)
     _exit_unless_active(view, as_json)
+
+
+async def _authorized(gw: Gateway, row: Any) -> dict[str, Any]:
+    """The connection's view; for one waiting at an authorize URL, the URL printed first and the
+    view once the authorization ended (#14). The flow lives in this process (it holds the PKCE
+    verifier), so the command stays until it ends: a link it left behind could not be used."""
+    from toolcrib.gateway import connections, oauth
+
+    view = connections.connection_view(row)
+    url = view.get("authorize_url")
+    if not url:
+        return view
+    err_console.print(f"Authorize {escape(row.name)} at its provider: {escape(url)}", soft_wrap=True)
+    err_console.print(
+        "Waiting for the authorization to complete (Ctrl-C gives up; the link then stops working)..."
+    )
+    return connections.connection_view(await oauth.wait_authorized(gw, row.name))
 
 
 def _exit_unless_active(view: dict[str, Any], as_json: bool) -> None:
@@ -115,14 +159,18 @@ def connections_list(database: str | None = DatabaseOption, as_json: bool = Json
 
 
 @connections_app.command("refresh")
-def connections_refresh(name: str, database: str | None = DatabaseOption, as_json: bool = JsonOption) -> None:
-    """Re-read a connection's catalog."""
+def connections_refresh(
+    name: str,
+    database: str | None = DatabaseOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Re-read a connection's catalog (an OAuth connection needing it: print a link to authorize)."""
     from toolcrib.gateway import connections
 
     _check("connections", "refresh", name=name)
 
     async def work(gw: Gateway) -> dict[str, Any]:
-        return connections.connection_view(await connections.refresh_connection(gw, name))
+        return await _authorized(gw, await connections.refresh_connection(gw, name))
 
     view = run_gateway(database, work)
     emit(view, as_json)

@@ -41,6 +41,13 @@ class Definition:
     url: str | None
     env: dict[str, str] = field(default_factory=dict)
     headers: dict[str, str] = field(default_factory=dict)
+    oauth: dict[str, Any] | None = None
+    """OAuth 2.1 at the upstream (#14): ``{}``, or a client registered by hand (``client_id``,
+    ``client_secret``), the ``scope`` to ask for, and ``per_member`` (each member authorizes
+    their own account at the provider)."""
+
+
+_OAUTH_FIELDS = ("client_id", "client_secret", "scope", "per_member")
 
 
 class _Problems:
@@ -58,6 +65,7 @@ def check_definition(
     url: Any = None,
     env: Any = None,
     headers: Any = None,
+    oauth: Any = None,
 ) -> Definition:
     """The definition, or InvalidArguments naming every field that is wrong."""
     problems = _Problems()
@@ -73,12 +81,43 @@ def check_definition(
     checked_url = _url(url, problems) if url is not None else None
     env_map = _pairs(env, "/env", problems, header=False)
     header_map = _pairs(headers, "/headers", problems, header=True)
+    oauth_map = _oauth(oauth, url is not None, problems)
     if problems.errors:
         detail = "; ".join(f"{e['pointer'] or '/'}: {e['message']}" for e in problems.errors)
         raise InvalidArguments(f"the connection definition is not valid: {detail}", problems.errors)
     assert isinstance(name, str)
     assert isinstance(connector, str)
-    return Definition(name, connector.strip(), argv, checked_url, env_map, header_map)
+    return Definition(name, connector.strip(), argv, checked_url, env_map, header_map, oauth_map)
+
+
+def _oauth(oauth: Any, remote: bool, problems: _Problems) -> dict[str, Any] | None:
+    """``None`` (static credentials), or the OAuth settings of a remote connection."""
+    if oauth is None or oauth is False:
+        return None
+    if not remote:
+        problems.add("/oauth", "OAuth is for a remote (URL) connection")
+        return None
+    if oauth is True:
+        return {}
+    if not isinstance(oauth, Mapping) or set(oauth) - set(_OAUTH_FIELDS):
+        problems.add("/oauth", f"must be true or an object of {', '.join(_OAUTH_FIELDS)}")
+        return None
+    out: dict[str, Any] = {}
+    for key, value in oauth.items():
+        if value is None or value is False:
+            continue
+        if key == "per_member":
+            if value is not True:
+                problems.add("/oauth/per_member", "must be a boolean")
+            else:
+                out[key] = True
+        elif not isinstance(value, str) or not value or len(value) > _MAX_ARG or _CONTROL.search(value):
+            problems.add(f"/oauth/{key}", f"must be a string of at most {_MAX_ARG} printable characters")
+        else:
+            out[key] = value
+    if "client_secret" in out and "client_id" not in out:
+        problems.add("/oauth/client_secret", "a client secret needs its client_id")
+    return out
 
 
 def _argv(command: Any, problems: _Problems) -> list[str] | None:

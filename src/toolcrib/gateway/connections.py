@@ -16,11 +16,12 @@ from toolcrib.errors import (
     ConfigError,
     Forbidden,
     InBandError,
+    NeedsReauth,
     NotFound,
     Restricted,
     UpstreamAuthFailed,
 )
-from toolcrib.gateway import reach
+from toolcrib.gateway import oauth, reach
 from toolcrib.gateway.connection_definition import Definition, check_definition, malformed
 from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.shaping import redact_text
@@ -62,15 +63,20 @@ async def add_connection(
     url: str | None = None,
     env: Mapping[str, str] | None = None,
     headers: Mapping[str, str] | None = None,
+    oauth: bool | Mapping[str, Any] | None = None,
     actor: Principal | None = None,
 ) -> ConnectionRow:
     """Create a connection (status ``pending``) and sync its catalog at once.
+
+    With ``oauth`` (true, or a hand-registered ``client_id``/``client_secret`` and a ``scope``) a
+    remote connection authorizes at its upstream with OAuth 2.1 (#14): it stays ``pending`` with
+    the authorize URL (``authorize_url``) until someone authorizes it there.
 
     The whole definition is checked before anything is saved (``invalid_arguments``). An ``actor``
     (a member over MCP or REST; the command line passes none) may only connect what the resolver
     lets them reach, and a stdio command only when ``allow_remote_stdio`` is set.
     """
-    d = check_definition(name, connector, command, url, env, headers)
+    d = check_definition(name, connector, command, url, env, headers, oauth)
     _require_stdio_allowed(gw, actor, d.argv is not None)
     await _require_reach(gw, actor, d)
     if d.name in gw.connections or await store.get_connection(gw.db, d.name):
@@ -81,11 +87,12 @@ async def add_connection(
         transport="stdio" if d.argv is not None else "http",
         command=d.argv,
         url=d.url,
-        secrets=gw.box.seal({"env": d.env, "headers": d.headers}),
+        secrets=gw.box.seal(_sealed(d)),
         status="pending",
         reason="not synced yet",
         tool_count=0,
         catalog_version=0,
+        auth=None if d.oauth is None else "oauth_member" if d.oauth.get("per_member") else "oauth",
     )
     await store.insert_connection(gw.db, row)
     gw.connections[d.name] = row
@@ -122,6 +129,7 @@ async def update_connection(
         url,
         secrets.get("env") if env is None else env,
         secrets.get("headers") if headers is None else headers,
+        _kept_oauth(current.auth, secrets.get("oauth")),
     )
     stdio_changed = d.argv is not None and (d.argv != current.command or env is not None)
     _require_stdio_allowed(gw, actor, stdio_changed)
@@ -133,10 +141,26 @@ async def update_connection(
         transport="stdio" if d.argv is not None else "http",
         command=d.argv,
         url=d.url,
-        secrets=gw.box.seal({"env": d.env, "headers": d.headers}),
+        secrets=gw.box.seal(_sealed(d)),
     )
     await gw.upstreams.discard(name)
     return _shown(gw, await sync_connection(gw, name), actor)
+
+
+def _sealed(d: Definition) -> dict[str, Any]:
+    """What a connection keeps sealed (R-13.3): its env, headers and OAuth client settings."""
+    secrets: dict[str, Any] = {"env": d.env, "headers": d.headers}
+    if d.oauth is not None:
+        secrets["oauth"] = {k: v for k, v in d.oauth.items() if k != "per_member"}
+    return secrets
+
+
+def _kept_oauth(auth: str | None, sealed: Any) -> dict[str, Any] | None:
+    """The OAuth settings an update keeps (the mode is in the ``auth`` column, not sealed)."""
+    if auth not in oauth.MODES:
+        return None
+    kept = dict(sealed or {})
+    return {**kept, "per_member": True} if auth == "oauth_member" else kept
 
 
 async def _require_reach(gw: Gateway, actor: Principal | None, d: Definition) -> None:
@@ -148,8 +172,9 @@ async def _require_reach(gw: Gateway, actor: Principal | None, d: Definition) ->
         raise Restricted(f"connecting {d.connector!r} is withheld by a restriction")
 
 
-def spec_of(gw: Gateway, row: ConnectionRow) -> UpstreamSpec:
-    """How to reach ``row``; free text about it is redacted like its results (R-13.3)."""
+def spec_of(gw: Gateway, row: ConnectionRow, member: str = "") -> UpstreamSpec:
+    """How to reach ``row`` (on ``member``'s own grant when it has one per member); free text about
+    it is redacted like its results (R-13.3)."""
     secrets: dict[str, Any] = gw.box.open(row.secrets) or {}
     spec = UpstreamSpec(
         name=row.name,
@@ -158,9 +183,9 @@ def spec_of(gw: Gateway, row: ConnectionRow) -> UpstreamSpec:
         url=row.url,
         env=dict(secrets.get("env") or {}),
         headers=dict(secrets.get("headers") or {}),
+        oauth=oauth.binding_of(gw, row, member),
     )
-    own = spec.secret_values()
-    return replace(spec, scrub=lambda text: redact_text(text, own))
+    return replace(spec, scrub=lambda text: redact_text(text, spec.secret_values()))  # OAuth's tokens change
 
 
 async def sync_connection(gw: Gateway, name: str) -> ConnectionRow:
@@ -174,14 +199,17 @@ async def sync_connection(gw: Gateway, name: str) -> ConnectionRow:
     broken = _broken(row)
     if broken is not None:  # nothing is started from a definition that cannot be sound
         return await _failed(gw, name, "error", broken)
+    if row.auth in oauth.MODES and not await oauth.has_grant(gw, name):  # never authorized: ask for it
+        return await oauth.authorize(gw, row, status="pending" if row.status == "pending" else "needs_reauth")
     spec = spec_of(gw, row)
     try:
         raw = await gw.upstreams.session(spec).list_tools()
         # Normalizing and carding a catalog is CPU work per tool: never on the event loop.
         records = await anyio.to_thread.run_sync(normalize_catalog, row.name, row.connector, raw)
     except (InBandError, CatalogRefused) as exc:
-        status = "needs_reauth" if isinstance(exc, UpstreamAuthFailed) else "error"  # R-13.1
-        return await _failed(gw, name, status, spec.redact(exc.message))  # redacted before stored
+        status = "needs_reauth" if isinstance(exc, UpstreamAuthFailed | NeedsReauth) else "error"  # R-13.1
+        url = exc.url if isinstance(exc, NeedsReauth) else None
+        return await _failed(gw, name, status, spec.redact(exc.message), url)  # redacted before stored
     policy = await gw.policy()
 
     def carded() -> list[StoredTool]:
@@ -209,9 +237,11 @@ async def sync_connection(gw: Gateway, name: str) -> ConnectionRow:
     return fresh
 
 
-async def _failed(gw: Gateway, name: str, status: str, reason: str) -> ConnectionRow:
+async def _failed(
+    gw: Gateway, name: str, status: str, reason: str, authorize_url: str | None = None
+) -> ConnectionRow:
     """Record a failed sync (R-13.1); the previous catalog stays stored but is not live."""
-    await store.set_status(gw.db, name, status, reason)
+    await store.set_status(gw.db, name, status, reason, authorize_url=authorize_url)
     fresh = await store.get_connection(gw.db, name)
     assert fresh is not None
     await gw.install_catalog(fresh, await store.load_catalog(gw.db, name))
@@ -310,6 +340,8 @@ def connection_view(row: ConnectionRow) -> dict[str, Any]:
         "status": "error" if broken else row.status,
         "reason": broken or row.reason,
         "tools": row.tool_count,
+        "auth": row.auth if broken is None else None,
+        "authorize_url": row.authorize_url if broken is None and row.status != "active" else None,
     }
 
 

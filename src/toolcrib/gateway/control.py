@@ -99,13 +99,20 @@ async def _c_get(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
 @_op(
     "connections",
     "create",
-    "Connect an MCP server (command or url).",
-    "name connector command:argv url",
+    "Connect an MCP server (command or url); with oauth, the answer's authorize_url authorizes it.",
+    "name connector command:argv url oauth:boolean per_member:boolean client_id client_secret scope",
     "name connector",
 )
 async def _c_create(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
+    client = {k: a[k] for k in ("client_id", "client_secret", "scope", "per_member") if a.get(k)}
     row = await connections.add_connection(
-        gw, a["name"], connector=a["connector"], command=a.get("command"), url=a.get("url"), actor=p
+        gw,
+        a["name"],
+        connector=a["connector"],
+        command=a.get("command"),
+        url=a.get("url"),
+        oauth=(client or True) if a.get("oauth") or client else None,
+        actor=p,
     )
     return connections.connection_view(row)
 

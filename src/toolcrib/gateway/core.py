@@ -42,6 +42,8 @@ from toolcrib.store.connections import ConnectionRow, StoredTool
 from toolcrib.store.crypto import SecretBox, load_or_create_key
 from toolcrib.store.database import Database
 from toolcrib.store.instances import Instance
+from toolcrib.upstream.oauth import OAuthBinding
+from toolcrib.upstream.session import UpstreamSpec
 from toolcrib.upstream.supervisor import Upstreams
 
 if TYPE_CHECKING:
@@ -118,10 +120,19 @@ class Gateway:
             meaning = await load_meaning(settings.semantic, load_encoder)
             gateway = cls(settings, db, box, clock=clock, meaning=meaning)
             await gateway._load()
+            from toolcrib.gateway import oauth
             from toolcrib.gateway.connections import sync_connection
 
             async def on_changed(name: str) -> None:
                 await sync_connection(gateway, name)
+
+            async def on_auth_needed(spec: UpstreamSpec) -> str | None:
+                return await oauth.on_auth_needed(gateway, spec)
+
+            async def on_authorized(
+                binding: OAuthBinding, ok: bool, why: str | None, url: str | None
+            ) -> None:
+                await oauth.on_authorized(gateway, binding, ok, why, url)
 
             async with Upstreams.running(
                 call_timeout=settings.upstream_timeout_seconds,
@@ -130,6 +141,8 @@ class Gateway:
                 idle_stop=settings.idle_stop_seconds,
                 max_message_bytes=settings.max_upstream_message_bytes,
                 on_tools_changed=on_changed,
+                on_auth_needed=on_auth_needed,
+                on_authorized=on_authorized,
             ) as upstreams:
                 gateway._upstreams = upstreams
                 upstreams.run_in_background(gateway._heartbeat)

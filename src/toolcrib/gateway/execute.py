@@ -92,7 +92,7 @@ async def execute_tool(
         _decide(principal, row, record.name, (await gw.policy()).rules, "outbound"), record.public_name
     )
     # 14. tools/call upstream with a timeout; 15. the audit entry, opened before and closed after
-    spec = spec_of(gw, row)
+    spec = spec_of(gw, row, principal.member)  # a per-member OAuth connection: the caller's own grant
     call = _call_audited(gw, principal, row, record, risk, exact, spec)
     raw = await traced("upstream_call", principal.member, record.public_name, call)
     # 16. shape: redaction, then caps

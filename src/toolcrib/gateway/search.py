@@ -10,6 +10,7 @@ from toolcrib.catalog.budget import fit_search_response
 from toolcrib.gateway import reach
 from toolcrib.gateway.core import Gateway, PolicySnapshot
 from toolcrib.gateway.handles import issue_handles
+from toolcrib.gateway.oauth import reauth_notices
 from toolcrib.policy.gates import Principal, Visibility, require_execute, require_tools_scope, visibility
 from toolcrib.search.index import Hit
 from toolcrib.search.semantic import MAX_QUERY_CHARACTERS
@@ -75,7 +76,10 @@ async def search_tools(gw: Gateway, principal: Principal, query: str, limit: int
     cards, pinned = await _cards_for(gw, policy, found.hits)
     for card, handle in zip(cards, await issue_handles(gw, principal.member, pinned), strict=True):
         card["action_id"] = handle
-    flags = {"query_truncated": True} if truncated else {}
+    flags: dict[str, Any] = {"query_truncated": True} if truncated else {}
+    waiting = reauth_notices(gw, principal, policy)
+    if waiting:  # connections whose tools are absent until someone authorizes them again (#14)
+        flags["needs_reauth"] = waiting
     return fit_search_response(
         cards, restricted=found.restricted, not_connected=found.not_connected or None, flags=flags
     )

@@ -11,7 +11,7 @@ from sqlalchemy import delete, insert, select, update
 
 from toolcrib.catalog.records import ExactRecord
 from toolcrib.store.database import Database
-from toolcrib.store.tables import connections, tools
+from toolcrib.store.tables import connections, tools, upstream_tokens
 
 __all__ = ["ConnectionRow", "StoredTool"]
 
@@ -32,6 +32,10 @@ class ConnectionRow:
     catalog_version: int
     created_at: float = 0.0
     updated_at: float = 0.0
+    auth: str | None = None
+    """``oauth`` when the connection authorizes at its upstream with OAuth 2.1 (#14)."""
+    authorize_url: str | None = None
+    """The link that authorizes it, while an authorization is pending."""
 
 
 @dataclass(slots=True)
@@ -65,12 +69,14 @@ async def list_connections(db: Database) -> list[ConnectionRow]:
     return [_row(r) for r in rows]
 
 
-async def set_status(db: Database, name: str, status: str, reason: str | None) -> None:
+async def set_status(
+    db: Database, name: str, status: str, reason: str | None, *, authorize_url: str | None = None
+) -> None:
     async with db.begin() as conn:
         await conn.execute(
             update(connections)
             .where(connections.c.name == name)
-            .values(status=status, reason=reason, updated_at=time.time())
+            .values(status=status, reason=reason, authorize_url=authorize_url, updated_at=time.time())
         )
 
 
@@ -84,6 +90,7 @@ async def update_connection(db: Database, name: str, **values: Any) -> None:
 async def delete_connection(db: Database, name: str) -> bool:
     async with db.begin() as conn:
         await conn.execute(delete(tools).where(tools.c.account == name))
+        await conn.execute(delete(upstream_tokens).where(upstream_tokens.c.account == name))
         result = await conn.execute(delete(connections).where(connections.c.name == name))
     return bool(result.rowcount)
 
@@ -121,6 +128,7 @@ async def replace_catalog(
                 tool_count=usable,
                 status=status,
                 reason=reason,
+                authorize_url=None,
                 updated_at=time.time(),
             )
         )

@@ -28,10 +28,12 @@ __all__ = [
     "leases",
     "members",
     "metadata",
+    "oauth_pending",
     "overrides",
     "restrictions",
     "results",
     "tools",
+    "upstream_tokens",
     "vectors",
 ]
 
@@ -52,6 +54,8 @@ connections = Table(
     Column("catalog_version", Integer, nullable=False, default=0),
     Column("created_at", Float, nullable=False),
     Column("updated_at", Float, nullable=False),
+    Column("auth", String(20), nullable=True),  # None (static credentials) | oauth
+    Column("authorize_url", Text, nullable=True),  # the link that authorizes it, while one is pending
 )
 
 tools = Table(
@@ -193,4 +197,33 @@ vectors = Table(
     Column("model_id", String(80), primary_key=True),
     Column("text_sha256", String(64), primary_key=True),
     Column("vector", LargeBinary, nullable=False),  # float32, little-endian, DIMENSIONS values
+)
+
+upstream_tokens = Table(
+    "upstream_tokens",
+    metadata,
+    # An OAuth connection's grant at its upstream: the tokens and the client registration, each
+    # Fernet-sealed like the connection's other secrets. ``member`` is "" for the
+    # connection's shared account.
+    Column("account", String(40), ForeignKey("connections.name", ondelete="CASCADE"), primary_key=True),
+    Column("member", String(80), primary_key=True),
+    Column("tokens", Text, nullable=True),
+    Column("client", Text, nullable=True),
+    Column("expires_at", Float, nullable=True),  # when the access token stops working
+    Column("updated_at", Float, nullable=False),
+)
+
+oauth_pending = Table(
+    "oauth_pending",
+    metadata,
+    # An authorization waiting for the upstream's authorization server to send the browser back to
+    # /oauth/callback: single-use, bound to its ``state``, gone after ``expires_at``. ``answer`` is
+    # the sealed code (or error) the callback delivered; the flow that waits takes it once.
+    Column("state", String(128), primary_key=True),
+    Column("account", String(40), nullable=False),
+    Column("member", String(80), nullable=False),
+    Column("answer", Text, nullable=True),
+    Column("created_at", Float, nullable=False),
+    Column("expires_at", Float, nullable=False),
+    Index("ix_oauth_pending_expires_at", "expires_at"),
 )

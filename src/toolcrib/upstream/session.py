@@ -28,9 +28,10 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import CONNECTION_CLOSED
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from toolcrib.errors import TooLarge, UpstreamAuthFailed, UpstreamError, UpstreamTimeout
+from toolcrib.errors import NeedsReauth, TooLarge, UpstreamAuthFailed, UpstreamError, UpstreamTimeout
 from toolcrib.upstream.framing import is_too_large
 from toolcrib.upstream.http_bound import bound_json_responses, is_bounded_refusal
+from toolcrib.upstream.oauth import OAuthBinding, session_auth
 from toolcrib.upstream.stdio import stdio_transport
 
 __all__ = ["UpstreamSession", "UpstreamSpec"]
@@ -56,12 +57,15 @@ class UpstreamSpec:
     headers: dict[str, str] = field(default_factory=dict)
     scrub: Callable[[str], str] | None = field(default=None, compare=False, repr=False)
     """The gateway's redaction of free text for this connection (R-13.3); see :meth:`redact`."""
+    oauth: OAuthBinding | None = None
+    """OAuth 2.1 at the upstream (#14): whose grant the session presents and renews."""
 
     def secret_values(self) -> list[str]:
         """The credential values of this connection, for redaction (R-12.2): every ``env`` and
-        header value, and the password of the URL."""
+        header value, the password of the URL, and OAuth's client secret and tokens."""
         password = urlsplit(self.url).password if self.url else None
-        return [v for v in (*self.env.values(), *self.headers.values(), password) if v]
+        oauth = [self.oauth.client_secret, *self.oauth.known] if self.oauth else []
+        return [v for v in (*self.env.values(), *self.headers.values(), password, *oauth) if v]
 
     def redact(self, text: str) -> str:
         """Free text (stderr, an error message, a log line) without this connection's credentials.
@@ -101,8 +105,11 @@ class UpstreamSession:
         backoff: float,
         max_message_bytes: int = _DEFAULT_MAX_MESSAGE,
         on_tools_changed: Callable[[str], Coroutine[Any, Any, None]] | None = None,
+        on_auth_needed: Callable[[UpstreamSpec], Coroutine[Any, Any, str | None]] | None = None,
     ) -> None:
         self.spec = spec
+        self._on_auth_needed = on_auth_needed
+        self._auth_needed = False  # the OAuth grant is gone: a person must authorize again
         self._max_message = max_message_bytes
         self._tg = task_group
         self._call_timeout = call_timeout
@@ -157,8 +164,13 @@ class UpstreamSession:
             with anyio.fail_after(seconds):
                 yield
         except TimeoutError as exc:
+            if self._auth_needed:
+                raise await self._reauth() from exc
             raise UpstreamTimeout(f"{self.spec.name}: {what} did not answer within {seconds:g} s") from exc
         except MCPError as exc:
+            if self._auth_needed:
+                self._stopped()
+                raise await self._reauth() from exc
             if _too_large(exc):
                 raise TooLarge(
                     f"{self.spec.name}: the answer to {what} is over the limit of {self._max_message} bytes"
@@ -169,8 +181,17 @@ class UpstreamSession:
             await self._crashed(exc)
             raise UpstreamError(f"{self.spec.name}: the upstream server stopped during {what}") from exc
         except Exception as exc:
+            if self._auth_needed:
+                self._stopped()
+                raise await self._reauth() from exc
             await self._crashed(exc)
             raise UpstreamError(f"{self.spec.name}: the upstream server stopped during {what}") from exc
+
+    async def _reauth(self) -> NeedsReauth:
+        """``needs_reauth`` naming the link that authorizes the connection again (the gateway
+        starts that authorization); the next call starts a session on the new grant."""
+        url = await self._on_auth_needed(self.spec) if self._on_auth_needed is not None else None
+        return NeedsReauth(self.spec.name, url)
 
     async def close(self) -> None:
         """Stop the session (and its process) and wait until it has ended."""
@@ -199,6 +220,8 @@ class UpstreamSession:
             return await self._start()
 
     async def _start(self) -> Client:
+        if self.spec.oauth is not None and (await self.spec.oauth.vault.tokens())[0] is None:
+            raise await self._reauth()  # no grant (yet): nothing to start, no upstream to bother
         ready, stop, closed = anyio.Event(), anyio.Event(), anyio.Event()
         failure: list[BaseException] = []
         self._stop, self._closed = stop, closed
@@ -212,6 +235,8 @@ class UpstreamSession:
                 f"{self.spec.name}: no answer within {self._connect_timeout:g} s of starting"
             )
         if self._client is None:
+            if self._auth_needed:  # not a failure of the server: no back-off before the next start
+                raise await self._reauth()
             self._note_failure()
             if self._refused_status is not None:
                 raise UpstreamAuthFailed(
@@ -259,7 +284,13 @@ class UpstreamSession:
             if response.status_code in (401, 403):
                 self._refused_status = response.status_code
 
+        self._auth_needed = False
+
+        def auth_needed() -> None:
+            self._auth_needed = True
+
         http = httpx2.AsyncClient(
+            auth=session_auth(spec.oauth, spec.url or "", auth_needed) if spec.oauth else None,
             headers={"Accept-Encoding": "identity", **spec.headers},
             timeout=httpx2.Timeout(self._call_timeout, read=None),
             event_hooks={"response": [note_refusal, bound_json_responses(self._max_message)]},
@@ -293,6 +324,10 @@ class UpstreamSession:
     async def _crashed(self, exc: BaseException) -> None:
         logger.warning("upstream %s crashed: %s", self.spec.name, self.spec.redact(repr(exc)))
         self._note_failure()
+        self._stopped()
+
+    def _stopped(self) -> None:
+        """End the session; the next call starts another."""
         if self._stop is not None:
             self._stop.set()
         self._client = None

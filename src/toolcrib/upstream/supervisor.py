@@ -10,6 +10,7 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
+from toolcrib.upstream.oauth import Authorizer, OnDone
 from toolcrib.upstream.session import UpstreamSession, UpstreamSpec
 
 __all__ = ["Upstreams"]
@@ -28,8 +29,12 @@ class Upstreams:
         idle_stop: float,
         max_message_bytes: int = 64 * 1024 * 1024,
         on_tools_changed: Callable[[str], Coroutine[Any, Any, None]] | None = None,
+        on_auth_needed: Callable[[UpstreamSpec], Coroutine[Any, Any, str | None]] | None = None,
+        on_authorized: OnDone | None = None,
     ) -> None:
         self._tg = task_group
+        self.authorizer = Authorizer(task_group, connect_timeout=connect_timeout, on_done=on_authorized)
+        """The interactive OAuth flows of this process (#14)."""
         self._options: dict[str, Any] = {
             "call_timeout": call_timeout,
             "connect_timeout": connect_timeout,
@@ -38,7 +43,9 @@ class Upstreams:
         }
         self._idle_stop = idle_stop
         self._on_tools_changed = on_tools_changed
-        self._sessions: dict[str, UpstreamSession] = {}
+        self._on_auth_needed = on_auth_needed
+        self._sessions: dict[tuple[str, str], UpstreamSession] = {}
+        """By connection and member: a per-member OAuth connection has one session per member."""
 
     @classmethod
     @asynccontextmanager
@@ -67,22 +74,31 @@ class Upstreams:
 
     def session(self, spec: UpstreamSpec) -> UpstreamSession:
         """The session for ``spec``; a changed spec replaces the old session."""
-        current = self._sessions.get(spec.name)
+        key = (spec.name, spec.oauth.member if spec.oauth is not None else "")
+        current = self._sessions.get(key)
         if current is not None and current.spec == spec:
             return current
         if current is not None:
             self._tg.start_soon(current.close)
-        fresh = UpstreamSession(spec, self._tg, on_tools_changed=self._on_tools_changed, **self._options)
-        self._sessions[spec.name] = fresh
+        fresh = UpstreamSession(
+            spec,
+            self._tg,
+            on_tools_changed=self._on_tools_changed,
+            on_auth_needed=self._on_auth_needed,
+            **self._options,
+        )
+        self._sessions[key] = fresh
         return fresh
 
-    async def discard(self, name: str) -> None:
-        session = self._sessions.pop(name, None)
-        if session is not None:
-            await session.close()
+    async def discard(self, name: str, member: str | None = None) -> None:
+        """Close the sessions of connection ``name`` (only ``member``'s, when given)."""
+        for key in [k for k in self._sessions if k[0] == name and member in (None, k[1])]:
+            session = self._sessions.pop(key, None)
+            if session is not None:
+                await session.close()
 
     async def close_all(self) -> None:
-        for name in list(self._sessions):
+        for name, _ in list(self._sessions):
             await self.discard(name)
 
     async def _reap_idle(self) -> None:
@@ -90,9 +106,10 @@ class Upstreams:
             await anyio.sleep(min(30.0, max(self._idle_stop / 4, 0.05)))
             now = time.monotonic()
             for session in list(self._sessions.values()):
+                per_member = session.spec.oauth is not None and session.spec.oauth.member != ""
                 if (
                     session.running
-                    and session.spec.transport == "stdio"
+                    and (session.spec.transport == "stdio" or per_member)
                     and now - session.last_used > self._idle_stop
                 ):
                     await session.close()

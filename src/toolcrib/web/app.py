@@ -33,6 +33,7 @@ from toolcrib.web.admin import admin_mount
 from toolcrib.web.limits import BodyLimit
 from toolcrib.web.mcp import PRINCIPAL_KEY, build_mcp_server
 from toolcrib.web.metrics import metrics_router
+from toolcrib.web.oauth_callback import oauth_callback
 from toolcrib.web.rest import METADATA_PATH, openapi_document, rest_routes
 from toolcrib.web.telemetry import Telemetry
 
@@ -145,6 +146,7 @@ def create_app(settings: Settings, *, gateway: Gateway | None = None) -> Starlet
             Route(METADATA_PATH, resource_metadata),
             Route(METADATA_PATH + "/mcp", resource_metadata),
             Route("/api/openapi.json", openapi),
+            Route("/oauth/callback", oauth_callback, methods=["GET"]),
             Route("/mcp", Authenticated(_SessionManagerApp(), settings), methods=["GET", "POST", "DELETE"]),
             Route("/api/{resource}/{operation}", Authenticated(api, settings), methods=["POST"]),
             Route("/admin", _to_console),
