@@ -21,6 +21,7 @@ from tests.e2e.inprocess import open_gateway, owner_token, settings_for
 from tests.web.asgi import MCP_HEADERS, bearer, call_tool
 from toolcrib.gateway import members, restrictions
 from toolcrib.gateway.connections import add_connection
+from toolcrib.store import connections as connection_store
 from toolcrib.store import members as member_store
 
 pytestmark = pytest.mark.anyio
@@ -202,6 +203,30 @@ async def test_13_hostile_names_are_escaped_on_every_page(org: Org) -> None:
     played = await http.post("/admin/playground", data={"csrf": csrf, "member": "owner", "query": HOSTILE})
     assert HOSTILE not in played.text
     assert "&lt;script&gt;" in played.text
+
+
+async def _mark(org: Org, status: str, authorize_url: str | None) -> None:
+    """Set desk's status as a sync would (store, then the live catalog)."""
+    gw = org.c.gw
+    await connection_store.set_status(gw.db, "desk", status, "test", authorize_url=authorize_url)
+    row = await connection_store.get_connection(gw.db, "desk")
+    assert row is not None
+    await gw.install_catalog(row, await connection_store.load_catalog(gw.db, "desk"))
+
+
+async def test_14_a_connection_needing_reauth_shows_its_authorize_link_and_only_an_http_one(org: Org) -> None:
+    http, _ = await org.c.signed_in(org.owner)
+    link = "https://auth.example.test/authorize?client_id=tc&state=abc"
+    try:
+        await _mark(org, "needs_reauth", link)
+        shown = (await http.get("/admin/connections")).text
+        await _mark(org, "needs_reauth", "javascript:alert(1)")
+        hostile = (await http.get("/admin/connections")).text
+    finally:
+        await _mark(org, "active", None)
+    assert 'href="https://auth.example.test/authorize?client_id=tc&amp;state=abc"' in shown
+    assert "javascript:" not in hostile
+    assert "Authorize at the provider" not in hostile
 
 
 async def test_13_a_new_token_is_shown_once_and_works(org: Org) -> None:

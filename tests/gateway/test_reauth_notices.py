@@ -10,7 +10,7 @@ import pytest
 from tests.e2e.inprocess import open_gateway, settings_for
 
 from toolcrib.gateway.members import init_owner, operator_principal
-from toolcrib.gateway.oauth import reauth_notices
+from toolcrib.gateway.oauth import may_authorize, reauth_notices
 from toolcrib.store.connections import ConnectionRow
 
 pytestmark = pytest.mark.anyio
@@ -48,3 +48,24 @@ async def test_r5_9_reauth_notices_keep_to_their_share_of_the_search_budget(tmp_
         assert notices[0]["authorize_url"] == long_link
         assert notices[1]["authorize_url"] is None  # no room for a second long link: the account only
         assert len(json.dumps(notices).encode()) <= 1500
+
+
+async def test_r13_3_only_who_may_change_connections_gets_the_shared_grants_link(tmp_path: Path) -> None:
+    """Following the link binds the organization's connection to the follower's upstream account:
+    a member is told the account waits, an admin gets the link (search and connection views)."""
+    async with open_gateway(settings_for(tmp_path, semantic=False)) as gw:
+        await init_owner(gw, "owner")
+        owner = await operator_principal(gw)
+        member, admin = (
+            replace(owner, member="mia", role="member"),
+            replace(owner, member="ada", role="admin"),
+        )
+        link = "https://auth.example/authorize?state=abc"
+        gw.connections["tracker"] = _waiting("tracker", link)
+        policy = await gw.policy()
+        seen = {p.role: reauth_notices(gw, p, policy) for p in (member, admin)}
+        assert [n["account"] for n in seen["member"]] == ["tracker"]
+        assert seen["member"][0]["authorize_url"] is None
+        assert seen["admin"][0]["authorize_url"] == link
+        assert may_authorize(admin)
+        assert not may_authorize(member)

@@ -275,7 +275,10 @@ def _shown(gw: Gateway, row: ConnectionRow, viewer: Principal | None) -> Connect
         connector = row.connector if isinstance(row.connector, str) else "?"
         return replace(row, connector=connector, command=None, url=None, status="error", reason=broken)
     owner = viewer is None or viewer.role == "owner"
-    return replace(row, reason=shown_reason(gw, row), command=row.command if owner else None)
+    link = row.authorize_url if oauth.may_authorize(viewer) else None
+    return replace(
+        row, reason=shown_reason(gw, row), command=row.command if owner else None, authorize_url=link
+    )
 
 
 def shown_reason(gw: Gateway, row: ConnectionRow) -> str | None:

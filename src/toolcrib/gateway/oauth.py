@@ -17,6 +17,7 @@ from toolcrib.errors import InvalidArguments, NotFound
 from toolcrib.gateway import reach
 from toolcrib.gateway.core import Gateway, PolicySnapshot
 from toolcrib.policy.gates import Principal
+from toolcrib.policy.roles import has_permission
 from toolcrib.store import connections as conn_store
 from toolcrib.store import oauth as grant_store
 from toolcrib.store.connections import ConnectionRow
@@ -29,6 +30,7 @@ __all__ = [
     "binding_of",
     "complete_callback",
     "has_grant",
+    "may_authorize",
     "on_auth_needed",
     "on_authorized",
     "reauth_notices",
@@ -232,6 +234,14 @@ async def complete_callback(gw: Gateway, query: dict[str, str]) -> tuple[str, bo
     return account, ok
 
 
+def may_authorize(viewer: Principal | None) -> bool:
+    """Whether ``viewer`` is shown the link that authorizes a connection's shared upstream grant:
+    whoever follows it binds the whole organization's connection to their own upstream account, so
+    only who may change connections (``connections:write``) gets it; ``None`` is the host operator.
+    A per-member connection's link for a member's own grant is that member's (``oauth``)."""
+    return viewer is None or has_permission(viewer.role, "connections:write")
+
+
 def reauth_notices(gw: Gateway, principal: Principal, policy: PolicySnapshot) -> list[dict[str, Any]]:
     """The OAuth connections ``principal`` may reach that wait for an authorization, each with the
     link that fixes it: search names them instead of leaving their tools silently absent.
@@ -251,6 +261,8 @@ def reauth_notices(gw: Gateway, principal: Principal, policy: PolicySnapshot) ->
         )
         if mine is not None and row.status == "active":  # this member's own grant is being authorized
             status, url = "needs_reauth", mine
+        elif not may_authorize(principal):  # the organization's grant: an admin's link, not theirs
+            url = None
         waiting = status == "needs_reauth" or (row.auth in MODES and status == "pending")
         allowed = (
             waiting

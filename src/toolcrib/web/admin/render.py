@@ -65,6 +65,13 @@ def _size(value: object) -> str:
     return f"{value:.0f} B"
 
 
+def _web_link(value: object) -> str:
+    """``value`` when it is an http(s) URL, else empty: an upstream's authorization server names
+    the authorize link, and a ``javascript:`` or ``data:`` link must never become a button."""
+    text = value if isinstance(value, str) else ""
+    return text if text.lower().startswith(("https://", "http://")) else ""
+
+
 def _as_json(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, indent=2, sort_keys=False)
 
@@ -73,6 +80,7 @@ _ENV = Environment(loader=PackageLoader("toolcrib.web", "templates"), autoescape
 _ENV.filters["iso"] = _iso
 _ENV.filters["as_json"] = _as_json
 _ENV.filters["size"] = _size
+_ENV.filters["web_link"] = _web_link
 
 
 def render(
