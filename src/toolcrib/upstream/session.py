@@ -96,6 +96,19 @@ def _too_large(exc: MCPError) -> bool:
     )
 
 
+def _our_answer(group: ExceptionGroup[Exception]) -> InBandError | None:
+    """Our own in-band answer raised inside the SDK's task groups, when that is all the group holds."""
+    leaves: list[BaseException] = []
+    pending: list[BaseException] = [group]
+    while pending:
+        exc = pending.pop()
+        if isinstance(exc, BaseExceptionGroup):
+            pending.extend(exc.exceptions)
+        else:
+            leaves.append(exc)
+    return leaves[0] if len(leaves) == 1 and isinstance(leaves[0], InBandError) else None
+
+
 class UpstreamSession:
     """A supervised client session to one upstream."""
 
@@ -211,6 +224,12 @@ class UpstreamSession:
                 yield
         except InBandError:  # our own answer from inside the call (a question it cannot carry)
             raise
+        except ExceptionGroup as group:
+            ours = _our_answer(group)
+            if ours is None:
+                await self._crashed(group)
+                raise UpstreamError(f"{self.spec.name}: the upstream server stopped during {what}") from group
+            raise ours from group
         except TimeoutError as exc:
             raise UpstreamTimeout(f"{self.spec.name}: {what} did not answer within {seconds:g} s") from exc
         except MCPError as exc:
