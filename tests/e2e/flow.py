@@ -33,11 +33,13 @@ class Served:
 
 
 @asynccontextmanager
-async def desk_gateway(tmp_path: Path, *, stateless: bool, **values: Any) -> AsyncIterator[Served]:
+async def desk_gateway(
+    tmp_path: Path, *, stateless: bool, clock: Callable[[], float] | None = None, **values: Any
+) -> AsyncIterator[Served]:
     settings = settings_for(
         tmp_path, stateless=stateless, policy_cache_seconds=0, connect_timeout_seconds=20, **values
     )
-    async with open_gateway(settings) as gw:
+    async with open_gateway(settings, clock) as gw:
         owner = await owner_token(gw)
         row = await add_connection(gw, "desk", connector="Helpdesk", command=FIXTURE_SERVER)
         assert row.status == "active", row.reason

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -146,6 +147,53 @@ async def test_14_an_approval_is_bound_to_its_member(tmp_path: Path) -> None:
         async with client(served.base, max_) as c:
             other = gateway_payload(await c.call_tool("execute_tool", _purge(marker)))["error"]
     assert other["code"] == "approval_required"
+    assert not marker.exists()
+
+
+async def test_14_an_answer_naming_another_members_approval_is_declined_and_spends_nothing(
+    tmp_path: Path,
+) -> None:
+    """The answer a 2026-07-28 client sends back names its approval; one that is not this call's
+    (another member's) runs nothing, and the other member's approval stays approvable."""
+    marker = tmp_path / "purged.txt"
+    async with desk_gateway(tmp_path, stateless=True) as served:
+        await _require_destructive(served)
+        mia, max_ = await _member(served), await _member(served, "max")
+        async with client(served.base, mia) as c:
+            held = gateway_payload(await c.call_tool("execute_tool", _purge(marker)))["error"]["approval_id"]
+        async with client(served.base, max_) as c:
+            forged = await c.session.call_tool(
+                "execute_tool",
+                _purge(marker),
+                input_responses={"toolcrib_approval": types.ElicitResult(action="accept")},
+                request_state=held,
+                allow_input_required=True,
+            )
+        approved = await _rest(served, served.owner, "POST", "/api/approvals/approve", {"id": held})
+    assert isinstance(forged, types.CallToolResult)
+    assert gateway_payload(forged)["error"]["code"] == "approval_declined"
+    assert approved.status_code == 200
+    assert not marker.exists()
+
+
+async def test_14_an_approval_expires_after_its_ttl_approved_or_not(tmp_path: Path) -> None:
+    marker, now = tmp_path / "purged.txt", [time.time()]
+    async with desk_gateway(
+        tmp_path, stateless=True, clock=lambda: now[0], approval_ttl_seconds=60
+    ) as served:
+        await _require_destructive(served)
+        mia = await _member(served)
+        async with client(served.base, mia) as c:
+            late = gateway_payload(await c.call_tool("execute_tool", _purge(marker)))["error"]["approval_id"]
+            now[0] += 61
+            refused = await _rest(served, served.owner, "POST", "/api/approvals/approve", {"id": late})
+            assert refused.status_code == 400
+            held = gateway_payload(await c.call_tool("execute_tool", _purge(marker)))["error"]["approval_id"]
+            approved = await _rest(served, served.owner, "POST", "/api/approvals/approve", {"id": held})
+            assert approved.status_code == 200
+            now[0] += 61
+            stale = gateway_payload(await c.call_tool("execute_tool", _purge(marker)))["error"]
+    assert stale["code"] == "approval_required"
     assert not marker.exists()
 
 
