@@ -1,7 +1,8 @@
 """Approvals for calls that need one (#14; the approval step of R-11.2), and their rules.
 
-The step runs after the final outbound check (pipeline step 13), before the upstream call. When an
-approval rule matches the call (classification, account, role), the call runs only:
+The step runs once the arguments are valid (pipeline step 12), before the final outbound check
+(step 13, which so also covers the time spent waiting for an answer) and the upstream call. When
+an approval rule matches the call (classification, account, role), the call runs only:
 
 - after the member accepted the question the gateway asked (MCP elicitation, showing the exact
   tool, account and arguments) — the member is then the approver; or

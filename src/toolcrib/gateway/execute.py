@@ -95,13 +95,14 @@ async def execute_tool(
     exact = merge_frozen(exact, frozen)
     check_required(record, exact)
     validate_arguments(record, exact)
+    # 12a. the approval step, where a rule asks for one (#14): who approved, or an in-band answer;
+    #      before the final check, so a wait for the member's answer is checked again after it
+    approver = await _approval(gw, principal, row, record, risk, exact, interaction)
     # 13. the final outbound check: the resolver again, and the connection still active
     row, stored = _locate(gw, record.public_name)
     require_allowed(
         _decide(principal, row, record.name, (await gw.policy()).rules, "outbound"), record.public_name
     )
-    # 13a. the approval step, where a rule asks for one (#14): who approved, or an in-band answer
-    approver = await _approval(gw, principal, row, record, risk, exact, interaction)
     # 14. tools/call upstream with a timeout; 15. the audit entry, opened before and closed after
     spec = spec_of(gw, row)
     call = _call_audited(gw, principal, row, record, risk, exact, spec, approver, interaction)
@@ -178,7 +179,7 @@ async def _approval(
     exact: dict[str, Any],
     interaction: Interaction,
 ) -> str | None:
-    """Step 13a; a declined or deferred call is audited (not approved, with its code) and answered."""
+    """Step 12a; a declined or deferred call is audited (not approved, with its code) and answered."""
     try:
         return await approvals.settle(
             gw,
