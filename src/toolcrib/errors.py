@@ -19,6 +19,9 @@ ToolcribError                      (code: "internal")
 │   ├── UpstreamTimeout            upstream_timeout
 │   ├── RateLimited                rate_limited
 │   ├── TooLarge                   too_large
+│   ├── ApprovalRequired           approval_required     (names the approval id and link)
+│   ├── ApprovalDeclined           approval_declined     (the member declined, or the approval is spent)
+│   ├── ElicitationUnavailable     elicitation_unavailable (the upstream asked what the session cannot carry)
 │   └── InternalError              internal_error        (carries an incident id found in the log)
 ├── CatalogError                   a catalog or a tool definition refused by the limits of R-4.2
 │   ├── CatalogRefused             the whole catalog (size, tool count)
@@ -38,10 +41,13 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 __all__ = [
+    "ApprovalDeclined",
+    "ApprovalRequired",
     "CatalogError",
     "CatalogRefused",
     "ConfigError",
     "ConnectionInactive",
+    "ElicitationUnavailable",
     "Forbidden",
     "HandleExpired",
     "InBandError",
@@ -211,6 +217,39 @@ class RateLimited(InBandError):
 
 class TooLarge(InBandError):
     code: ClassVar[str] = "too_large"
+
+
+class ApprovalRequired(InBandError):
+    """The call needs an approval first (R-11.2's approval step); an admin or owner approves it at
+    ``approval_url``, then the same call (same tool and arguments) runs once."""
+
+    code: ClassVar[str] = "approval_required"
+
+    def __init__(self, approval_id: str, approval_url: str, expires_at: float) -> None:
+        super().__init__(
+            f"this call needs an approval: an admin or owner approves {approval_id} at {approval_url}, "
+            "then call again with the same tool and arguments"
+        )
+        self.approval_id = approval_id
+        self.approval_url = approval_url
+        self.expires_at = expires_at
+
+    def extra(self) -> dict[str, Any]:
+        return {
+            "approval_id": self.approval_id,
+            "approval_url": self.approval_url,
+            "expires_at": self.expires_at,
+        }
+
+
+class ApprovalDeclined(InBandError):
+    code: ClassVar[str] = "approval_declined"
+
+
+class ElicitationUnavailable(InBandError):
+    """The upstream asked the user a question (MCP elicitation) that this session cannot carry."""
+
+    code: ClassVar[str] = "elicitation_unavailable"
 
 
 class InternalError(InBandError):

@@ -96,6 +96,10 @@ class Settings(BaseSettings):
     handle_ttl_seconds: int = 600
     """Lifetime of an action handle (R-5.10: 10 minutes)."""
 
+    approval_ttl_seconds: int = Field(default=600, ge=1, le=86_400)
+    """Lifetime of an approval (#14): how long a call waiting for one can be approved, and how long
+    an approved call stays runnable (once)."""
+
     policy_cache_seconds: float = 60.0
     """How long role and restriction decisions are cached (R-7.6: default 60, never over 120)."""
 

@@ -128,8 +128,10 @@ def test_r10_1_every_operation_has_a_permission() -> None:
         "audit",
         "results",
         "tools",
+        "approvals",
     }
     assert permission_for("members", "update_role") == "members:write"
+    assert permission_for("approvals", "approve") == "restrictions:write"
     assert permission_for("grants", "list") == "members:read"
     assert permission_for("restrictions", "explain") == "restrictions:read"
     with pytest.raises(ConfigError):

@@ -5,7 +5,15 @@ from __future__ import annotations
 import base64
 import secrets
 
-__all__ = ["new_grant_id", "new_handle", "new_instance_id", "new_result_id", "new_rule_id", "new_token"]
+__all__ = [
+    "new_approval_id",
+    "new_grant_id",
+    "new_handle",
+    "new_instance_id",
+    "new_result_id",
+    "new_rule_id",
+    "new_token",
+]
 
 TOKEN_PREFIX = "tcp_"
 
@@ -38,3 +46,8 @@ def new_instance_id() -> str:
 
 def new_result_id() -> str:
     return "res_" + _base32(17, 26)
+
+
+def new_approval_id() -> str:
+    """An approval id: unguessable, since its link is what an approver opens (#14)."""
+    return "apr_" + _base32(16, 26)

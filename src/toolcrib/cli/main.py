@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from toolcrib.cli import admin
+from toolcrib.cli.approvals import approvals_app
 from toolcrib.cli.common import DatabaseOption, JsonOption, console, emit, fail, run_gateway, settings_for
 from toolcrib.errors import InBandError, InvalidArguments
 
@@ -51,6 +52,7 @@ app.add_typer(admin.restrictions_app, name="restrictions")
 app.add_typer(admin.frozen_app, name="frozen")
 app.add_typer(admin.tools_app, name="tools")
 app.add_typer(admin.audit_app, name="audit")
+app.add_typer(approvals_app, name="approvals")
 try:
     from toolcrib.cli.eval import eval_app
 

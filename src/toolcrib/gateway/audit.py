@@ -40,7 +40,10 @@ async def open_entry(
     operation: str,
     risk: str,
     target: str | None,
+    approved: bool = True,
+    approved_by: str | None = None,
 ) -> AuditEntry:
+    """Open the row of a call (R-11.1); ``approved_by`` names who answered its approval step."""
     entry = AuditEntry(
         member=principal.member,
         grant_id=principal.grant_id,
@@ -48,7 +51,8 @@ async def open_entry(
         connector=connector,
         operation=operation,
         classification=risk,
-        approved=True,
+        approved=approved,
+        approved_by=approved_by,
         target_id=target,
         started_at=gw.clock(),
         instance=gw.instance.id,

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolcrib.errors import InvalidArguments, NotFound
-from toolcrib.gateway import audit, connections, diagnose, members, restrictions, results
+from toolcrib.gateway import approvals, audit, connections, diagnose, members, restrictions, results
 from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.inputs import validate_input
 from toolcrib.policy.classify import classify_operation
@@ -244,6 +244,30 @@ async def _f_set(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
 async def _f_unset(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
     await restrictions.unset_frozen(gw, a["account"], a["tool"], a["param"], p)
     return {"unfrozen": f"{a['account']}__{a['tool']}.{a['param']}"}
+
+
+@_op(
+    "approvals",
+    "set",
+    "Require approval for a risk.",
+    "risk account role required:boolean",
+    "risk",
+)
+async def _ap_set(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
+    rules = await approvals.set_approval_rule(
+        gw,
+        a["risk"],
+        account=a.get("account"),
+        role=a.get("role"),
+        required=bool(a.get("required", True)),
+        actor=p,
+    )
+    return [approvals.rule_view(r) for r in rules]
+
+
+@_op("approvals", "approve", "Approve a held call.", "id", "id")
+async def _ap_approve(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
+    return approvals.approval_view(await approvals.approve(gw, a["id"], p))
 
 
 def _seconds(value: float | None) -> float | None:

@@ -26,12 +26,14 @@ from toolcrib.catalog.records import ExactRecord, canonical_json
 from toolcrib.errors import StoreError
 from toolcrib.gateway.cards import CardCache
 from toolcrib.gateway.meaning import LiveIndex, Meaning, load_meaning
+from toolcrib.policy.approvals import ApprovalRule
 from toolcrib.policy.classify import classify
 from toolcrib.policy.rules import Rule
 from toolcrib.search.index import SearchDoc
 from toolcrib.search.semantic import Encoder
 from toolcrib.search.semantic import load_encoder as packaged_encoder
 from toolcrib.settings import Settings
+from toolcrib.store import approvals as approval_store
 from toolcrib.store import connections as conn_store
 from toolcrib.store import handles as handle_store
 from toolcrib.store import instances as instance_store
@@ -64,6 +66,7 @@ class PolicySnapshot:
     overrides: dict[tuple[str, str], str] = field(default_factory=dict)
     frozen: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     loaded_at: float = 0.0
+    approval_rules: tuple[ApprovalRule, ...] = ()
 
     def frozen_for(self, account: str, tool: str) -> dict[str, Any]:
         return self.frozen.get((account, tool), {})
@@ -239,6 +242,7 @@ class Gateway:
         now = self.clock()
         await handle_store.purge_handles(self.db, now - self.settings.handle_ttl_seconds)
         await result_store.purge_results(self.db, now - self.settings.result_ttl_seconds)
+        await approval_store.purge(self.db, now)
 
     async def install_catalog(self, row: ConnectionRow, stored: list[StoredTool]) -> None:
         """Make ``stored`` the live catalog of ``row`` (only active connections are searchable).
@@ -339,7 +343,13 @@ class Gateway:
         frozen: dict[tuple[str, str], dict[str, Any]] = {}
         for f in await policy_store.list_frozen(self.db):
             frozen.setdefault((f["account"], f["tool"]), {})[f["param"]] = f["value"]
-        self._policy = PolicySnapshot(rules, overrides, frozen, loaded_at=self.clock() or 1e-9)
+        approval_rules = tuple(
+            ApprovalRule(r["id"], r["classification"], r["account"], r["role"])
+            for r in await approval_store.list_rules(self.db)
+        )
+        self._policy = PolicySnapshot(
+            rules, overrides, frozen, loaded_at=self.clock() or 1e-9, approval_rules=approval_rules
+        )
 
     def risk_of(self, policy: PolicySnapshot, stored: StoredTool) -> str:
         """The classification of a tool (R-7.4), the admin override winning."""

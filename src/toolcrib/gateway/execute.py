@@ -15,6 +15,8 @@ from toolcrib.catalog.arguments import check_required, map_arguments, merge_froz
 from toolcrib.catalog.records import ExactRecord
 from toolcrib.catalog.validation import validate_arguments
 from toolcrib.errors import (
+    ApprovalDeclined,
+    ApprovalRequired,
     ConnectionInactive,
     InBandError,
     InvalidArguments,
@@ -22,10 +24,11 @@ from toolcrib.errors import (
     SchemaChanged,
     UpstreamTimeout,
 )
-from toolcrib.gateway import audit, reach
+from toolcrib.gateway import approvals, audit, reach
 from toolcrib.gateway.connections import shown_reason, spec_of
 from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.handles import resolve_handle
+from toolcrib.gateway.interaction import Interaction
 from toolcrib.gateway.reach import Path
 from toolcrib.gateway.results import shape_and_store
 from toolcrib.logs import traced
@@ -51,8 +54,14 @@ async def execute_tool(
     tool: str | None = None,
     action_id: str | None = None,
     arguments: Mapping[str, Any] | None = None,
+    interaction: Interaction | None = None,
 ) -> dict[str, Any]:
-    """Run one connected tool; returns the shaped upstream result or raises an in-band error."""
+    """Run one connected tool; returns the shaped upstream result or raises an in-band error.
+
+    ``interaction`` is what the caller's session can carry (progress, log lines, questions); the
+    faces without a session (REST, command line) pass none.
+    """
+    interaction = interaction or Interaction()
     await gw.sync_from_store()
     # 1. resolve: a public name, or a handle (unknown / another member's: not_found; old: handle_expired)
     if (tool is None) == (action_id is None):
@@ -86,6 +95,9 @@ async def execute_tool(
     exact = merge_frozen(exact, frozen)
     check_required(record, exact)
     validate_arguments(record, exact)
+    # 12a. the approval step, where a rule asks for one (#14): who approved, or an in-band answer;
+    #      before the final check, so a wait for the member's answer is checked again after it
+    approver = await _approval(gw, principal, row, record, risk, exact, interaction)
     # 13. the final outbound check: the resolver again, and the connection still active
     row, stored = _locate(gw, record.public_name)
     require_allowed(
@@ -93,7 +105,7 @@ async def execute_tool(
     )
     # 14. tools/call upstream with a timeout; 15. the audit entry, opened before and closed after
     spec = spec_of(gw, row, principal.member)  # a per-member OAuth connection: the caller's own grant
-    call = _call_audited(gw, principal, row, record, risk, exact, spec)
+    call = _call_audited(gw, principal, row, record, risk, exact, spec, approver, interaction)
     raw = await traced("upstream_call", principal.member, record.public_name, call)
     # 16. shape: redaction, then caps
     return await shape_and_store(
@@ -115,12 +127,16 @@ async def _call_audited(
     risk: str,
     exact: dict[str, Any],
     spec: UpstreamSpec,
+    approver: str | None,
+    interaction: Interaction,
 ) -> dict[str, Any]:
     """Steps 14 and 15: the row is durable before the call and closed after it (R-11.1).
 
-    The account recorded is the connection the call is sent to. A call cut off by cancellation
-    closes its row as ``unknown`` (shielded, so the close itself is not cancelled); a process
-    killed mid-call leaves it ``pending``, read as ``unknown`` at the next start.
+    The account recorded is the connection the call is sent to. A call the client cancelled (its
+    request cancelled, or its HTTP connection closed) closes its row as ``cancelled``; the upstream
+    was sent a cancellation. The close is shielded, so it is not cancelled itself; anything else
+    that cuts the call off closes it ``unknown``, and a process killed mid-call leaves it
+    ``pending``, read as ``unknown`` at the next start.
     """
     entry = await audit.open_entry(
         gw,
@@ -130,12 +146,18 @@ async def _call_audited(
         operation=record.public_name,
         risk=risk,
         target=audit.target_id(exact),
+        approved_by=approver,
     )
     try:
-        raw = await gw.upstreams.session(spec).call_tool(record.name, exact)
+        session = gw.upstreams.session(spec)
+        raw = await session.call_tool(record.name, exact, interaction.relay)
     except InBandError as exc:
         outcome = "timeout" if isinstance(exc, UpstreamTimeout) else "error"
         await audit.close_entry(gw, entry, outcome=outcome, error_code=exc.code)
+        raise
+    except anyio.get_cancelled_exc_class():
+        with anyio.CancelScope(shield=True):
+            await audit.close_entry(gw, entry, outcome="cancelled", error_code=None)
         raise
     except BaseException:
         with anyio.CancelScope(shield=True):
@@ -146,6 +168,41 @@ async def _call_audited(
         gw, entry, outcome="error" if is_error else "ok", error_code="tool_error" if is_error else None
     )
     return raw
+
+
+async def _approval(
+    gw: Gateway,
+    principal: Principal,
+    row: ConnectionRow,
+    record: ExactRecord,
+    risk: str,
+    exact: dict[str, Any],
+    interaction: Interaction,
+) -> str | None:
+    """Step 12a; a declined or deferred call is audited (not approved, with its code) and answered."""
+    try:
+        return await approvals.settle(
+            gw,
+            principal,
+            account=row.name,
+            operation=record.public_name,
+            risk=risk,
+            exact=exact,
+            interaction=interaction,
+        )
+    except (ApprovalDeclined, ApprovalRequired) as exc:
+        entry = await audit.open_entry(
+            gw,
+            principal,
+            account=row.name,
+            connector=row.connector,
+            operation=record.public_name,
+            risk=risk,
+            target=audit.target_id(exact),
+            approved=False,
+        )
+        await audit.close_entry(gw, entry, outcome="error", error_code=exc.code)
+        raise
 
 
 def _locate(gw: Gateway, public_name: str) -> tuple[ConnectionRow, StoredTool]:

@@ -37,6 +37,7 @@ class AuditEntry:
     error_code: str | None = None
     instance: str | None = None
     id: int | None = None
+    approved_by: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

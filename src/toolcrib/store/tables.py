@@ -19,6 +19,8 @@ from sqlalchemy import (
 )
 
 __all__ = [
+    "approval_rules",
+    "approvals",
     "audit",
     "connections",
     "frozen",
@@ -145,7 +147,8 @@ audit = Table(
     Column("operation", String(320), nullable=False),
     Column("classification", String(20), nullable=False),
     Column("approved", Boolean, nullable=False),
-    Column("outcome", String(10), nullable=False),  # pending | ok | error | timeout | unknown
+    Column("approved_by", String(80), nullable=True),  # who answered the approval step, when there was one
+    Column("outcome", String(10), nullable=False),  # pending | ok | error | timeout | cancelled | unknown
     Column("duration_ms", Float, nullable=True),
     Column("error_code", String(40), nullable=True),
     Column("target_id", String(200), nullable=True),
@@ -226,4 +229,31 @@ oauth_pending = Table(
     Column("created_at", Float, nullable=False),
     Column("expires_at", Float, nullable=False),
     Index("ix_oauth_pending_expires_at", "expires_at"),
+)
+
+approval_rules = Table(
+    "approval_rules",
+    metadata,
+    # Calls of this classification need an approval; narrowed to one account and/or one role.
+    Column("id", String(40), primary_key=True),
+    Column("classification", String(20), nullable=False),  # read | write | destructive
+    Column("account", String(40), nullable=True),  # None: every account
+    Column("role", String(20), nullable=True),  # None: every role
+    Column("created_at", Float, nullable=False),
+)
+
+approvals = Table(
+    "approvals",
+    metadata,
+    # One approval of one call: bound to the member, the tool and the hash of its exact arguments;
+    # single-use (status approved -> used) and short-lived (expires_at).
+    Column("id", String(40), primary_key=True),
+    Column("member", String(80), nullable=False),
+    Column("operation", String(320), nullable=False),
+    Column("arguments_sha256", String(64), nullable=False),
+    Column("status", String(10), nullable=False),  # pending | approved | declined | used
+    Column("approved_by", String(80), nullable=True),
+    Column("created_at", Float, nullable=False),
+    Column("expires_at", Float, nullable=False),
+    Index("ix_approvals_member_operation", "member", "operation"),
 )

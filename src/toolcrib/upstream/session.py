@@ -28,10 +28,19 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import CONNECTION_CLOSED
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from toolcrib.errors import NeedsReauth, TooLarge, UpstreamAuthFailed, UpstreamError, UpstreamTimeout
+from toolcrib.errors import (
+    ElicitationUnavailable,
+    InBandError,
+    NeedsReauth,
+    TooLarge,
+    UpstreamAuthFailed,
+    UpstreamError,
+    UpstreamTimeout,
+)
 from toolcrib.upstream.framing import is_too_large
 from toolcrib.upstream.http_bound import bound_json_responses, is_bounded_refusal
 from toolcrib.upstream.oauth import OAuthBinding, session_auth
+from toolcrib.upstream.relay import OUTSIDE_CALL, CallRelay, current_call
 from toolcrib.upstream.stdio import stdio_transport
 
 __all__ = ["UpstreamSession", "UpstreamSpec"]
@@ -92,6 +101,19 @@ def _too_large(exc: MCPError) -> bool:
     )
 
 
+def _our_answer(group: ExceptionGroup[Exception]) -> InBandError | None:
+    """Our own in-band answer raised inside the SDK's task groups, when that is all the group holds."""
+    leaves: list[BaseException] = []
+    pending: list[BaseException] = [group]
+    while pending:
+        exc = pending.pop()
+        if isinstance(exc, BaseExceptionGroup):
+            pending.extend(exc.exceptions)
+        else:
+            leaves.append(exc)
+    return leaves[0] if len(leaves) == 1 and isinstance(leaves[0], InBandError) else None
+
+
 class UpstreamSession:
     """A supervised client session to one upstream."""
 
@@ -125,6 +147,7 @@ class UpstreamSession:
         self.last_used = time.monotonic()
         self._stderr: IO[bytes] | None = None
         self._refused_status: int | None = None  # 401/403 from an HTTP upstream: its credentials failed
+        self._in_flight: list[CallRelay | None] = []  # the calls running now, for what names no call
 
     @property
     def running(self) -> bool:
@@ -144,14 +167,58 @@ class UpstreamSession:
                     break
         return tools
 
-    async def call_tool(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        """``tools/call`` with the call timeout; the result as the JSON of a CallToolResult."""
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], relay: CallRelay | None = None
+    ) -> dict[str, Any]:
+        """``tools/call`` with the call timeout; the result as the JSON of a CallToolResult.
+
+        ``relay`` receives the upstream's progress, log lines and questions for this call (see
+        :mod:`toolcrib.upstream.relay`). A caller cancelled mid-call cancels the upstream request:
+        the SDK sends the upstream ``notifications/cancelled``.
+        """
         client = await self._ensure()
         self.last_used = time.monotonic()
-        async with self._translated(name, self._call_timeout):
-            result = await client.call_tool(name, arguments)
+        progress = relay.progress if relay is not None else None
+        meta = relay.meta() if relay is not None else None
+        token = current_call.set(relay)
+        self._in_flight.append(relay)
+        try:
+            async with self._translated(name, self._call_timeout):
+                result = await client.call_tool(name, arguments, progress_callback=progress, meta=meta)  # type: ignore[arg-type]
+        finally:
+            self._in_flight.remove(relay)
+            current_call.reset(token)
         self._failures = 0
         return result.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+    def _sole_call(self) -> CallRelay | None:
+        """The relay of the one call in flight, when exactly one is (what names no call goes there)."""
+        return self._in_flight[0] if len(self._in_flight) == 1 else None
+
+    async def _on_log(self, params: types.LoggingMessageNotificationParams) -> None:
+        relay = self._sole_call()
+        if relay is not None and relay.log is not None:
+            await relay.log(params)
+
+    async def _on_elicit(
+        self, context: Any, params: types.ElicitRequestParams
+    ) -> types.ElicitResult | types.ErrorData:
+        """An upstream's question to the user, passed to the caller when this session can carry it."""
+        found = current_call.get(OUTSIDE_CALL)
+        if found is OUTSIDE_CALL:  # an elicitation/create request (before 2026-07-28): no call named
+            sole = self._sole_call()
+            if sole is None or sole.elicit is None:
+                return types.ErrorData(
+                    code=types.INVALID_REQUEST, message="the gateway cannot ask the user now"
+                )
+            return await sole.elicit(params)
+        relay: CallRelay | None = found
+        if relay is None or relay.elicit is None:
+            raise ElicitationUnavailable(
+                f"{self.spec.name}: the server asked the user a question that this session cannot "
+                "carry; call it from a session that supports elicitation"
+            )
+        return await relay.elicit(params)
 
     @asynccontextmanager
     async def _translated(self, what: str, seconds: float) -> AsyncIterator[None]:
@@ -163,6 +230,14 @@ class UpstreamSession:
         try:
             with anyio.fail_after(seconds):
                 yield
+        except InBandError:  # our own answer from inside the call (a question it cannot carry)
+            raise
+        except ExceptionGroup as group:
+            ours = _our_answer(group)
+            if ours is None:
+                await self._crashed(group)
+                raise UpstreamError(f"{self.spec.name}: the upstream server stopped during {what}") from group
+            raise ours from group
         except TimeoutError as exc:
             if self._auth_needed:
                 raise await self._reauth() from exc
@@ -251,7 +326,13 @@ class UpstreamSession:
     ) -> None:
         try:
             async with AsyncExitStack() as stack:
-                client = Client(self._transport(stack), message_handler=self._on_message, cache=None)
+                client = Client(
+                    self._transport(stack),
+                    message_handler=self._on_message,
+                    logging_callback=self._on_log,
+                    elicitation_callback=self._on_elicit,
+                    cache=None,
+                )
                 await stack.enter_async_context(client)
                 self._client = client
                 ready.set()

@@ -30,6 +30,7 @@ from toolcrib.policy.gates import Principal
 from toolcrib.policy.scopes import SCOPES
 from toolcrib.settings import Settings
 from toolcrib.web.admin import admin_mount
+from toolcrib.web.disconnect import cancel_on_disconnect
 from toolcrib.web.limits import BodyLimit
 from toolcrib.web.mcp import PRINCIPAL_KEY, build_mcp_server
 from toolcrib.web.metrics import metrics_router
@@ -91,8 +92,14 @@ def _session_user(principal: Principal) -> AuthenticatedUser:
 
 
 class _SessionManagerApp:
+    def __init__(self, stateless: bool) -> None:
+        self._stateless = stateless
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         manager: StreamableHTTPSessionManager = scope["app"].state.session_manager
+        if self._stateless and scope.get("method") == "POST":
+            await cancel_on_disconnect(manager.handle_request, scope, receive, send)
+            return
         await manager.handle_request(scope, receive, send)
 
 
@@ -147,7 +154,12 @@ def create_app(settings: Settings, *, gateway: Gateway | None = None) -> Starlet
             Route(METADATA_PATH + "/mcp", resource_metadata),
             Route("/api/openapi.json", openapi),
             Route("/oauth/callback", oauth_callback, methods=["GET"]),
-            Route("/mcp", Authenticated(_SessionManagerApp(), settings), methods=["GET", "POST", "DELETE"]),
+            Route(
+                "/mcp",
+                Authenticated(_SessionManagerApp(settings.stateless), settings),
+                methods=["GET", "POST", "DELETE"],
+            ),
+            Route("/api/approvals/{approval_id}", Authenticated(api, settings), methods=["GET"]),
             Route("/api/{resource}/{operation}", Authenticated(api, settings), methods=["POST"]),
             Route("/admin", _to_console),
             admin_mount(),

@@ -16,10 +16,12 @@ from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.execute import execute_tool
 from toolcrib.gateway.faults import in_band
 from toolcrib.gateway.inputs import validate_input
+from toolcrib.gateway.interaction import AskLater, Interaction
 from toolcrib.gateway.search import flat_listing_bytes, search_tools
 from toolcrib.gateway.surface import SURFACES, meta_input_schemas, meta_tool_definitions
 from toolcrib.logs import traced
 from toolcrib.policy.gates import Principal, lists_tools, require_execute
+from toolcrib.web.interaction import ask_later_result, interaction_of
 from toolcrib.web.telemetry import Telemetry
 
 __all__ = ["PRINCIPAL_KEY", "build_mcp_server"]
@@ -66,7 +68,9 @@ def build_mcp_server(gw: Gateway, control: ControlPlane, telemetry: Telemetry) -
         telemetry.sent(principal, tools_list=listing, flat_bytes=await flat_listing_bytes(gw, principal))
         return types.ListToolsResult(tools=tools)
 
-    async def dispatch(principal: Principal, name: str, args: object) -> types.CallToolResult:
+    async def dispatch(
+        principal: Principal, name: str, args: object, interaction: Interaction | None = None
+    ) -> types.CallToolResult:
         require_execute(principal)  # R-7.2: the endpoint gate, ahead of every name, handle and scope
         if name == surface.search:
             checked = validate_input(meta_schemas[name], args)
@@ -87,6 +91,7 @@ def build_mcp_server(gw: Gateway, control: ControlPlane, telemetry: Telemetry) -
                 tool=checked.get("tool"),
                 action_id=checked.get(surface.handle_arg),
                 arguments=checked.get(surface.arguments_arg),
+                interaction=interaction,
             )
             return _passthrough(result)
         if control.has(name):
@@ -95,14 +100,20 @@ def build_mcp_server(gw: Gateway, control: ControlPlane, telemetry: Telemetry) -
 
     async def on_call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
-        """Every exception becomes an in-band answer (R-3.3): never a JSON-RPC error from a crash."""
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        """Every exception becomes an in-band answer (R-3.3): never a JSON-RPC error from a crash.
+
+        An approval question for a 2026-07-28 client is the one other answer: an
+        ``InputRequiredResult`` the client answers by calling again (#14)."""
         principal = _principal(ctx)
         name = params.name
+        interaction = interaction_of(ctx, params) if name == surface.execute else None
         with telemetry.call(name) as outcome:
             try:
-                work = dispatch(principal, name, params.arguments or {})
+                work = dispatch(principal, name, params.arguments or {}, interaction)
                 result = await traced("tool_call", principal.member, name, work, _tool_outcome)
+            except AskLater as asked:
+                return ask_later_result(asked)
             except Exception as exc:
                 error = in_band(exc)
                 outcome.error(error.code)

@@ -15,6 +15,7 @@ from starlette.routing import Route
 
 from toolcrib.auth.metadata import www_authenticate
 from toolcrib.errors import InBandError, InvalidArguments, ScopeRequired
+from toolcrib.gateway import approvals
 from toolcrib.gateway.control import ControlPlane
 from toolcrib.gateway.faults import in_band
 from toolcrib.policy.gates import Principal
@@ -27,6 +28,8 @@ _STATUS = {
     "permission_required": 403,
     "scope_required": 403,
     "not_found": 404,
+    "approval_required": 403,
+    "approval_declined": 403,
     "restricted": 403,
     "forbidden": 403,
     "invalid_arguments": 400,
@@ -91,7 +94,21 @@ def rest_routes(prefix: str, principal_key: str) -> list[Route]:
         except Exception as exc:
             return _error_response(in_band(exc))
 
-    return [Route("/api/{resource}/{operation}", call, methods=["POST"])]
+    async def show_approval(request: Request) -> Response:
+        """``GET /api/approvals/{id}``: what an approval would let run (the approval link's data)."""
+        principal = request.scope.get(principal_key)
+        assert isinstance(principal, Principal)
+        try:
+            gw = request.app.state.gateway
+            approval = await approvals.get_approval(gw, request.path_params["approval_id"], principal)
+            return JSONResponse(approvals.approval_view(approval))
+        except Exception as exc:
+            return _error_response(in_band(exc))
+
+    return [
+        Route("/api/approvals/{approval_id}", show_approval, methods=["GET"]),
+        Route("/api/{resource}/{operation}", call, methods=["POST"]),
+    ]
 
 
 def _parse(raw: bytes) -> object:

@@ -46,6 +46,7 @@ OUTCOMES: frozenset[str] = frozenset(
         "needs_reauth",
         "approval_required",
         "approval_declined",
+        "elicitation_unavailable",
         "store_busy",
         "internal_error",
     }

@@ -1,0 +1,182 @@
+"""Approvals for calls that need one (#14; the approval step of R-11.2), and their rules.
+
+The step runs once the arguments are valid (pipeline step 12), before the final outbound check
+(step 13, which so also covers the time spent waiting for an answer) and the upstream call. When
+an approval rule matches the call (classification, account, role), the call runs only:
+
+- after the member accepted the question the gateway asked (MCP elicitation, showing the exact
+  tool, account and arguments) — the member is then the approver; or
+- once, after an admin or owner approved it (``approvals approve``): the call then answers
+  ``approval_required`` with the approval's id and link, and the same call (same member, tool
+  and arguments) made again runs once.
+
+An approval is bound to the member, the public tool name and the SHA-256 of the exact provider
+arguments (frozen values merged), is single-use and expires after ``approval_ttl_seconds``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from toolcrib.auth.tokens import new_approval_id, new_rule_id
+from toolcrib.errors import ApprovalDeclined, ApprovalRequired, ConfigError, NotFound
+from toolcrib.gateway.core import Gateway
+from toolcrib.gateway.interaction import ApprovalPrompt, AskLater, Interaction
+from toolcrib.policy.approvals import ApprovalRule, requires_approval, validate_approval_rule
+from toolcrib.policy.gates import Principal, require_operation
+from toolcrib.store import approvals as store
+from toolcrib.store.approvals import Approval
+
+__all__ = [
+    "approval_view",
+    "approve",
+    "arguments_sha256",
+    "get_approval",
+    "list_approval_rules",
+    "rule_view",
+    "set_approval_rule",
+    "settle",
+]
+
+
+def arguments_sha256(arguments: Mapping[str, Any]) -> str:
+    canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def approval_url(gw: Gateway, approval_id: str) -> str:
+    return f"{gw.settings.resource_url}/admin/approvals/{approval_id}"
+
+
+async def settle(
+    gw: Gateway,
+    principal: Principal,
+    *,
+    account: str,
+    operation: str,
+    risk: str,
+    exact: dict[str, Any],
+    interaction: Interaction,
+) -> str | None:
+    """The approval step: None when no rule asks for one, else who approved this call.
+
+    Raises ``approval_required`` (nobody could be asked now), ``approval_declined``, or
+    :class:`AskLater` (the MCP face asks and the client calls again with the answer).
+    """
+    rules = (await gw.policy()).approval_rules
+    if requires_approval(rules, risk=risk, account=account, role=principal.role) is None:
+        return None
+    digest = arguments_sha256(exact)
+    if interaction.answer is not None:
+        return await _answered(gw, principal, operation, digest, *interaction.answer)
+    now = gw.clock()
+    approver = await store.consume(gw.db, principal.member, operation, digest, now)
+    if approver is not None:
+        return approver
+    approval = Approval(
+        id=new_approval_id(),
+        member=principal.member,
+        operation=operation,
+        arguments_sha256=digest,
+        status="pending",
+        approved_by=None,
+        created_at=now,
+        expires_at=now + gw.settings.approval_ttl_seconds,
+    )
+    await store.insert_approval(gw.db, approval)
+    prompt = ApprovalPrompt(approval.id, principal.member, operation, account, exact)
+    if interaction.ask is not None:
+        return await _answered(gw, principal, operation, digest, approval.id, await interaction.ask(prompt))
+    if interaction.ask_later:
+        raise AskLater(prompt)
+    raise ApprovalRequired(approval.id, approval_url(gw, approval.id), approval.expires_at)
+
+
+async def _answered(
+    gw: Gateway, principal: Principal, operation: str, digest: str, approval_id: str, action: str
+) -> str:
+    """The member's own answer to the question about ``approval_id``; they are the approver."""
+    approval = await store.get_approval(gw.db, approval_id)
+    bound = approval is not None and (approval.member, approval.operation, approval.arguments_sha256) == (
+        principal.member,
+        operation,
+        digest,
+    )
+    if not bound:
+        raise ApprovalDeclined("the answer names no approval of this call; call again to be asked")
+    accepted = action == "accept"
+    status = "used" if accepted else "declined"
+    decided = await store.decide(
+        gw.db, approval_id, status=status, approved_by=principal.member if accepted else None, now=gw.clock()
+    )
+    if not decided:
+        raise ApprovalDeclined("this approval was already answered or has expired; call again to be asked")
+    if not accepted:
+        raise ApprovalDeclined(f"{principal.member} declined the call of {operation}")
+    return principal.member
+
+
+def rule_view(rule: ApprovalRule) -> dict[str, Any]:
+    return dataclasses.asdict(rule)
+
+
+def approval_view(approval: Approval) -> dict[str, Any]:
+    return approval.to_json()
+
+
+async def get_approval(gw: Gateway, approval_id: str, actor: Principal | None = None) -> Approval:
+    """One approval, to show an approver what it would let run (restrictions:read)."""
+    if actor is not None:
+        require_operation(actor, "restrictions:read", "get")
+    approval = await store.get_approval(gw.db, approval_id)
+    if approval is None:
+        raise NotFound(f"no approval {approval_id!r}")
+    return approval
+
+
+async def approve(gw: Gateway, approval_id: str, actor: Principal | None = None) -> Approval:
+    """An admin or owner approves a waiting call (restrictions:write); it may then run once."""
+    if actor is not None:
+        require_operation(actor, "restrictions:write", "approve")
+    who = actor.member if actor is not None else "command line"
+    if not await store.decide(gw.db, approval_id, status="approved", approved_by=who, now=gw.clock()):
+        if await store.get_approval(gw.db, approval_id) is None:
+            raise NotFound(f"no approval {approval_id!r}")
+        raise ConfigError(f"approval {approval_id} is not waiting for an answer (answered or expired)")
+    return await get_approval(gw, approval_id)
+
+
+async def set_approval_rule(
+    gw: Gateway,
+    classification: str,
+    *,
+    account: str | None = None,
+    role: str | None = None,
+    required: bool = True,
+    actor: Principal | None = None,
+) -> list[ApprovalRule]:
+    """Require (or stop requiring) approvals for calls of a classification, optionally of one
+    account and/or one role; takes effect within the policy cache time (R-7.6). The rules after."""
+    if actor is not None:
+        require_operation(actor, "restrictions:write", "set")
+    rule = ApprovalRule(new_rule_id(), classification, account, role)
+    validate_approval_rule(rule)
+    if account is not None and account not in gw.connections:
+        raise NotFound(f"no connection named {account!r}")
+    await store.delete_rules(gw.db, classification, account, role)
+    if required:
+        values = dataclasses.asdict(rule)
+        await store.insert_rule(gw.db, values)
+    await gw.reload_policy()
+    return list((await gw.policy()).approval_rules)
+
+
+async def list_approval_rules(gw: Gateway, actor: Principal | None = None) -> list[ApprovalRule]:
+    if actor is not None:
+        require_operation(actor, "restrictions:read", "list")
+    await gw.reload_policy()
+    return list((await gw.policy()).approval_rules)

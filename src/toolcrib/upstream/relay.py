@@ -1,0 +1,52 @@
+"""What flows back from an upstream to the caller during one call: progress, log lines, questions.
+
+An upstream session is shared by every call to its connection, so what it sends is attributed to
+one call only when that is certain:
+
+- progress notifications carry the progress token the SDK minted for the call, so they always
+  reach the caller who asked (:class:`CallRelay.progress`);
+- an elicitation embedded in a 2026-07-28 ``InputRequiredResult`` is answered inside the call
+  itself (the SDK asks from the calling task), so it reaches the caller of that call;
+- log notifications, and an ``elicitation/create`` request of an older protocol version, carry
+  nothing naming the call: they reach the caller only while that call is the one call in flight
+  on the session, and are dropped (a question: refused) otherwise — never shown to another member.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any
+
+import mcp_types as types
+
+__all__ = ["OUTSIDE_CALL", "CallRelay", "current_call"]
+
+Progress = Callable[[float, float | None, str | None], Awaitable[None]]
+Log = Callable[[types.LoggingMessageNotificationParams], Awaitable[None]]
+Elicit = Callable[[types.ElicitRequestParams], Awaitable[types.ElicitResult]]
+
+
+@dataclass(frozen=True, slots=True)
+class CallRelay:
+    """The caller's side of one upstream call; a field left None is not passed on."""
+
+    progress: Progress | None = None
+    log: Log | None = None
+    log_level: types.LoggingLevel | None = None
+    """The level the caller opted in to; the upstream is asked for log lines from it up."""
+    elicit: Elicit | None = None
+
+    def meta(self) -> dict[str, Any] | None:
+        """The ``_meta`` of the upstream request: the log opt-in of 2026-07-28 (SEP-2577)."""
+        if self.log is None or self.log_level is None:
+            return None
+        return {types.LOG_LEVEL_META_KEY: self.log_level}
+
+
+OUTSIDE_CALL: Any = object()
+"""What :data:`current_call` holds outside any call (the session's own receive loop)."""
+
+current_call: ContextVar[CallRelay | None] = ContextVar("toolcrib_upstream_call")
+"""The relay of the call running in this task (None: a call with nothing to relay)."""

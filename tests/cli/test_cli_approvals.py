@@ -1,0 +1,31 @@
+"""The approval commands (#14): a rule holds a call made on the command line; an approval runs it once."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.conftest import FIXTURE_SERVER, cli, cli_json
+
+
+def test_14_cli_rule_holds_a_destructive_call_until_it_is_approved_then_runs_it_once(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'toolcrib.db'}"
+    marker = tmp_path / "purged.txt"
+    cli(url, "init")
+    cli(url, "connections", "add", "desk", "--connector", "Helpdesk", "--command", " ".join(FIXTURE_SERVER))
+    rules = cli_json(url, "approvals", "set", "destructive", "--account", "desk")
+    assert [(r["classification"], r["account"]) for r in rules] == [("destructive", "desk")]  # type: ignore[union-attr, index]
+    args = ("call", "desk__purge_records", "--args", json.dumps({"marker": str(marker)}), "--json")
+    held = cli(url, *args, check=False)
+    assert held.returncode == 1
+    error = json.loads(held.stdout)["error"]
+    assert error["code"] == "approval_required"
+    assert not marker.exists()
+    approved = cli_json(url, "approvals", "approve", error["approval_id"])
+    assert approved["status"] == "approved"  # type: ignore[index]
+    assert cli(url, *args, check=False).returncode == 0
+    assert marker.read_text() == "purged"
+    again = cli(url, *args, check=False)
+    assert json.loads(again.stdout)["error"]["code"] == "approval_required"
+    assert cli_json(url, "approvals", "set", "destructive", "--account", "desk", "--off") == []
+    assert cli(url, *args, check=False).returncode == 0
