@@ -8,6 +8,7 @@ served by uvicorn. Timing checks compare latencies measured in the same run and 
 from __future__ import annotations
 
 import statistics
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -200,6 +201,48 @@ async def test_r3_1_a_query_within_the_cap_is_not_marked_truncated(
     async with organization(tmp_path, fixture_http) as org:
         found = await org.search(org.owner, "add numbers " + "x" * 980)
     assert "query_truncated" not in found
+
+
+class _HeldEncoder:
+    """The packaged model, except that encoding a catalog (more than one text) waits for ``go``."""
+
+    def __init__(self) -> None:
+        self.go = threading.Event()
+        self.waiting = threading.Event()
+
+    def encode(self, texts: list[str]) -> Any:
+        if len(texts) > 1:
+            self.waiting.set()
+            self.go.wait(60)
+        return MiniLM.packaged().encode(texts)
+
+
+async def test_r5_8_a_search_never_waits_for_a_catalog_another_process_stored_to_be_encoded(
+    tmp_path: Path, fixture_http: Process
+) -> None:
+    """A search's poll that finds a catalog changed elsewhere (the CLI, another replica) installs
+    it in the background: the search answers from the index as it is, not after the encoding."""
+    held = _HeldEncoder()
+    settings = settings_for(tmp_path, connect_timeout_seconds=30, catalog_poll_seconds=0)
+    async with open_gateway(settings, load_encoder=lambda: (held, None)) as gw:
+        principal = await authenticate(gw, await owner_token(gw))
+        async with open_gateway(settings.model_copy(update={"semantic": False})) as cli:
+            row = await add_connection(cli, "desk", connector="Helpdesk", url=fixture_http.url)
+        assert row.status == "active", row.reason
+        try:
+            with anyio.fail_after(20):  # before: the search installed the catalog itself and waited
+                first = await search_tools(gw, principal, "add two numbers")
+                await anyio.to_thread.run_sync(held.waiting.wait, 20)  # the install is under way
+                second = await search_tools(gw, principal, "add two numbers")
+        finally:
+            held.go.set()
+        with anyio.fail_after(30):
+            while "desk" not in gw.catalogs:  # the background install, bounded above
+                await anyio.sleep(0.05)
+                await gw.sync_from_store(force=True, wait=False)
+        found = await search_tools(gw, principal, "add two numbers")
+    assert first["results"] == second["results"] == []
+    assert names_of(found)[0] == "desk__add_numbers"
 
 
 @pytest.fixture(scope="module")

@@ -92,6 +92,7 @@ class Gateway:
         self.index = LiveIndex(self.meaning)
         self.cards = CardCache()
         self._installing = anyio.Lock()  # catalogs are installed one at a time, in call order
+        self._syncing_behind = False  # a search's poll is installing catalogs in the background
         self.connections: dict[str, ConnectionRow] = {}
         self.catalogs: dict[str, dict[str, StoredTool]] = {}
         self.listing_bytes: dict[str, int] = {}  # public name -> bytes of its flat tools/list entry
@@ -219,7 +220,8 @@ class Gateway:
         catalog version, status, label or update time differs from what this process holds has its
         catalog reloaded from the store, and one that is gone is forgotten. With ``wait`` false
         (search), a poll that would queue behind a catalog being installed (encoding a large
-        catalog takes seconds) is left to a later call: the search answers from the index as it is.
+        catalog takes seconds) is left to a later call, and the catalogs a poll finds changed are
+        installed in the background: the search answers from the index as it is.
         """
         now = time.monotonic()
         if not force and now - self._last_poll < self.settings.catalog_poll_seconds:
@@ -232,10 +234,31 @@ class Gateway:
             await self.forget_connection(name)
             if self._upstreams is not None:
                 await self._upstreams.discard(name)
-        for name, row in rows.items():
-            held = self.connections.get(name)
-            if held is None or _version(held) != _version(row):
-                await self.install_catalog(row, await conn_store.load_catalog(self.db, name))
+        changed = [
+            row
+            for name, row in rows.items()
+            if (held := self.connections.get(name)) is None or _version(held) != _version(row)
+        ]
+        if not changed:
+            return
+        if wait or self._upstreams is None:
+            await self._install_from_store(changed)
+        elif not self._syncing_behind:  # a search never waits for a catalog to be encoded
+            self._syncing_behind = True
+            self._upstreams.run_in_background(lambda: self._install_from_store(changed, behind=True))
+
+    async def _install_from_store(self, rows: list[ConnectionRow], *, behind: bool = False) -> None:
+        try:
+            for row in rows:
+                await self.install_catalog(row, await conn_store.load_catalog(self.db, row.name))
+        except Exception:
+            if not behind:
+                raise
+            # in the background nothing may escape (it would end the gateway); a later poll retries
+            logger.exception("catalog sync: connections changed elsewhere could not be installed")
+        finally:
+            if behind:
+                self._syncing_behind = False
 
     async def purge_expired(self) -> None:
         """Forget action handles and stored results past their lifetime (R-5.10, R-12.3)."""
