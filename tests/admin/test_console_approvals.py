@@ -28,6 +28,7 @@ from tests.web.asgi import bearer, call_tool, in_band_error
 from toolcrib.gateway import approvals, members
 from toolcrib.gateway.connections import add_connection
 from toolcrib.store import approvals as approval_store
+from toolcrib.store.database import Database
 from toolcrib.web.admin.approvals import ARGUMENTS_SHOWN_BYTES
 
 pytestmark = pytest.mark.anyio
@@ -241,3 +242,18 @@ async def test_14_housekeeping_deletes_an_expired_approval_with_its_arguments(or
     assert left == (0,)
     assert gone.status_code == 404
     assert "<code>not_found</code>" in gone.text
+
+
+async def test_r15_1_migration_0008_keeps_approvals_made_before_it_with_no_arguments(tmp_path: Path) -> None:
+    old = Database(f"sqlite:///{tmp_path / 'old.db'}")
+    await old.migrate("0006")
+    with sqlite3.connect(tmp_path / "old.db") as conn:
+        conn.execute(
+            "INSERT INTO approvals (id, member, operation, arguments_sha256, status, created_at, expires_at)"
+            " VALUES ('apr_old', 'mia', 'desk__delete_ticket', 'ab', 'pending', 1.0, 9e9)"
+        )
+    await old.migrate()
+    kept = await approval_store.get_approval(old, "apr_old")
+    await old.close()
+    assert kept is not None
+    assert (kept.status, kept.arguments) == ("pending", None)
