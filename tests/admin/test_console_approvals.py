@@ -10,6 +10,7 @@ used or declined. One gateway for the module; each test holds its own call.
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import sqlite3
 from collections.abc import AsyncIterator
@@ -28,6 +29,7 @@ from tests.web.asgi import bearer, call_tool, in_band_error
 from toolcrib.gateway import approvals, members
 from toolcrib.gateway.connections import add_connection
 from toolcrib.store import approvals as approval_store
+from toolcrib.store.approvals import Approval
 from toolcrib.store.database import Database
 from toolcrib.web.admin.approvals import ARGUMENTS_SHOWN_BYTES
 
@@ -230,6 +232,22 @@ async def test_14_long_arguments_are_cut_on_the_approval_page(org: Org) -> None:
     assert 'id="arguments-cut"' in page
     assert len(html.unescape(shown).encode()) <= ARGUMENTS_SHOWN_BYTES
     assert len(page.encode()) < 2 * ARGUMENTS_SHOWN_BYTES
+
+
+async def test_14_an_expired_approval_shows_no_arguments_and_no_buttons(org: Org) -> None:
+    gw = org.c.gw
+    now = gw.clock()
+    lapsed = Approval("apr_lapsed", "mia", DELETE, "ab", "pending", None, now - 700, now - 100)
+    await approval_store.insert_approval(
+        gw.db, dataclasses.replace(lapsed, arguments=gw.box.seal({"ticket_id": "TCK-LAPSED"}))
+    )
+    admin, _ = await org.c.signed_in(org.admin)
+    page = (await admin.get("/admin/approvals/apr_lapsed")).text
+    listed = (await admin.get("/admin/approvals")).text
+    assert 'id="arguments-gone"' in page
+    assert "TCK-LAPSED" not in page
+    assert 'action="/admin/approvals/apr_lapsed/approve"' not in page
+    assert "apr_lapsed" not in listed
 
 
 async def test_14_housekeeping_deletes_an_expired_approval_with_its_arguments(org: Org) -> None:

@@ -42,7 +42,8 @@ async def approvals_page(ctx: Ctx, *, error: InBandError | None = None, status: 
     approval_id = ctx.request.path_params.get("approval_id")
     if approval_id is None:
         rows = await approvals.pending_approvals(ctx.gw, ctx.principal)
-        return ctx.page("approvals.html", status=status, rows=rows, error=error_view(error))
+        limit = approvals.PENDING_LISTED
+        return ctx.page("approvals.html", status=status, rows=rows, limit=limit, error=error_view(error))
     details = await approvals.approval_details(ctx.gw, approval_id, ctx.principal)
     return ctx.page(
         "approval.html",
