@@ -96,7 +96,7 @@ async def org(tmp_path_factory: pytest.TempPathFactory, fixture_http: Process) -
 
 
 def _path(held: dict[str, Any]) -> str:
-    url = urlsplit(held["approval_url"])
+    url = urlsplit(str(held["approval_url"]))
     assert url.path == f"/admin/approvals/{held['approval_id']}"
     return url.path
 
