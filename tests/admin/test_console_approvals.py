@@ -183,9 +183,10 @@ async def test_r7_1_a_member_opening_an_approval_link_gets_the_denied_page_and_c
         assert denied.status_code == 403
         assert "<code>permission_required</code>" in denied.text
         assert "TCK-MEMBER-3" not in denied.text
-    posted = await mia.post(f"{_path(held)}/approve", data={"csrf": csrf})
-    assert posted.status_code == 403
-    assert "<code>permission_required</code>" in posted.text
+    for verb in ("approve", "decline"):
+        posted = await mia.post(f"{_path(held)}/{verb}", data={"csrf": csrf})
+        assert posted.status_code == 403
+        assert "<code>permission_required</code>" in posted.text
     approval = await approvals.get_approval(org.c.gw, held["approval_id"])
     assert approval.status == "pending"
 

@@ -1,6 +1,7 @@
 """Approval commands (#14): which calls need an approval, and approving or declining a held call.
 
-They call the same gateway functions as the ``toolcrib__approvals__*`` tools and the REST API.
+They call the same gateway functions as the ``toolcrib__approvals__*`` tools and the REST API
+(``decline`` as the console's Decline button).
 """
 
 from __future__ import annotations

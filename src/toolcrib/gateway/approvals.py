@@ -193,8 +193,10 @@ async def approve(gw: Gateway, approval_id: str, actor: Principal | None = None)
 
 
 async def decline(gw: Gateway, approval_id: str, actor: Principal | None = None) -> Approval:
-    """An admin or owner declines a waiting call (restrictions:write): it does not run and its
-    arguments are forgotten; the member calling it again asks for a new approval."""
+    """An admin or owner declines a waiting call (restrictions:write, like approving): it does not
+    run and its arguments are forgotten; the member calling it again asks for a new approval. The
+    console and the command line call this; it is no control-plane tool, which would grow every
+    owner's ``tools/list`` (R-10.2)."""
     return await _answer(gw, approval_id, "decline", actor)
 
 

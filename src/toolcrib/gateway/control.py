@@ -270,11 +270,6 @@ async def _ap_approve(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
     return approvals.approval_view(await approvals.approve(gw, a["id"], p))
 
 
-@_op("approvals", "decline", "Decline a held call.", "id", "id")
-async def _ap_decline(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
-    return approvals.approval_view(await approvals.decline(gw, a["id"], p))
-
-
 def _seconds(value: float | None) -> float | None:
     """A time bound as the store compares it: a float within +-1e15 s (JSON allows any size)."""
     if value is None:

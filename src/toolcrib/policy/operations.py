@@ -3,8 +3,8 @@
 The scope comes from the operation's own classification (:func:`classify_operation`); this table
 gives the permission. Grants fall under ``members:*`` (a grant is a member's credential) and
 frozen parameters under ``connections:write`` (they are part of a connection's configuration);
-approval rules and approving or declining a waiting call under ``restrictions:write`` (like a
-restriction, an approval decides whether a call may run).
+approval rules and approving a waiting call under ``restrictions:write`` (like a restriction, an
+approval decides whether a call may run).
 Reading one's own stored result and diagnosing a missing tool need ``tool:execute``: they serve
 the member who calls tools. Changing an owner also needs ``owners:write``
 (:func:`toolcrib.policy.roles.require_member_change`).
@@ -26,7 +26,7 @@ OPERATIONS: dict[tuple[str, str], str] = {
     **{("restrictions", op): "restrictions:read" for op in ("list", "explain")},
     **{("restrictions", op): "restrictions:write" for op in ("create", "delete")},
     **{("frozen", op): "connections:write" for op in ("set", "unset")},
-    **{("approvals", op): "restrictions:write" for op in ("set", "approve", "decline")},
+    **{("approvals", op): "restrictions:write" for op in ("set", "approve")},
     ("audit", "search"): "audit:read",
     ("results", "read"): "tool:execute",
     ("tools", "diagnose"): "tool:execute",

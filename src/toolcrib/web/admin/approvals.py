@@ -2,9 +2,11 @@
 
 ``/admin/approvals/<id>`` is the link a held call answers with (``approval_url``): who asked, the
 exact tool, its account and classification, when the approval expires and the call's exact
-arguments, with Approve and Decline buttons that run the control-plane operations
-``approvals__approve`` and ``approvals__decline``. Only who may approve (``restrictions:write``)
-sees these pages; the arguments are shown escaped and cut at :data:`ARGUMENTS_SHOWN_BYTES`.
+arguments, with Approve and Decline buttons: Approve runs the control-plane operation
+``approvals__approve``, Decline the gateway function the command line's ``approvals decline``
+calls (no MCP tool: R-10.2 bounds the owner's listing). Only who may approve
+(``restrictions:write``) sees these pages; the arguments are shown escaped and cut at
+:data:`ARGUMENTS_SHOWN_BYTES`.
 """
 
 from __future__ import annotations
@@ -66,7 +68,7 @@ async def _approve(ctx: Ctx, form: FormData) -> Response:
 
 async def _decline(ctx: Ctx, form: FormData) -> Response:
     approval_id = ctx.request.path_params["approval_id"]
-    await ctx.op("approvals__decline", {"id": approval_id})
+    await approvals.decline(ctx.gw, approval_id, ctx.principal)
     return _answered(approval_id, "approval_declined")
 
 
