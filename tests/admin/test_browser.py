@@ -3,8 +3,9 @@
 One gateway per module, served by uvicorn on a loopback port; the connection is the fixture server
 over stdio, added from the console's own form. The story: sign in, add a connection, block a tool
 for a role, search as a member of that role and see the tool withheld, read the audit row of a
-call. Every page is also opened and checked for Content-Security-Policy violations, which is what
-proves the console needs no inline script or style. With ``TOOLCRIB_SCREENSHOTS`` set
+call; then approve a member's held destructive call from its approval link. Every page is also
+opened and checked for Content-Security-Policy violations, which is what proves the console needs
+no inline script or style. With ``TOOLCRIB_SCREENSHOTS`` set
 (``docs/screenshots.py``) each page is saved as a PNG.
 """
 
@@ -19,9 +20,11 @@ import pytest
 
 from tests.admin.browser import browser_page, chromium_or_skip, screenshot
 from tests.conftest import FIXTURE_SERVER
+from tests.e2e.flow import audit_rows
 from tests.e2e.inprocess import open_gateway, owner_token, serve, settings_for
-from tests.e2e.mcpclient import connect
-from toolcrib.gateway import members
+from tests.e2e.mcpclient import connect, gateway_payload
+from toolcrib.gateway import approvals, members
+from toolcrib.gateway.connections import add_connection
 from toolcrib.gateway.core import Gateway
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
@@ -30,6 +33,7 @@ PAGES = {
     "connections": "Connections",
     "members": "Members and tokens",
     "restrictions": "Restrictions",
+    "approvals": "Approvals",
     "frozen": "Frozen parameters",
     "audit": "Audit log",
     "playground": "Search playground",
@@ -169,3 +173,43 @@ async def test_13_in_a_real_browser_a_hostile_connector_name_runs_no_script(serv
             '<img src=x onerror="alert(1)">'
         )
         assert dialogs == []
+
+
+async def _held_call(served: Served, token: str, ticket: str) -> Any:
+    async with connect(served.base, token) as client:
+        return await client.call_tool(
+            "execute_tool", {"tool": "ops__delete_ticket", "arguments": {"ticket_id": ticket}}
+        )
+
+
+async def test_14_in_a_real_browser_an_admin_approves_a_held_call_from_its_approval_link(
+    served: Served,
+) -> None:
+    row = await add_connection(served.gw, "ops", connector="Ops desk", command=list(FIXTURE_SERVER))
+    assert row.status == "active", row.reason
+    await approvals.set_approval_rule(served.gw, "destructive", account="ops")
+    _, mia = await members.create_token(served.gw, "mia", "mcp:tools mcp:read mcp:write mcp:destructive")
+    ticket = 'TCK-2187 "close and wipe" <b>now</b>'
+    held = gateway_payload(await _held_call(served, mia, ticket))["error"]
+    assert held["code"] == "approval_required"
+    async with browser_page(served.base) as page:
+        violations: list[str] = []
+        page.on(
+            "console", lambda m: violations.append(m.text) if "Content Security Policy" in m.text else None
+        )
+        await _sign_in(page, served.owner)
+        await page.click('header nav a:has-text("Approvals")')
+        await page.click(f'a[href="/admin/approvals/{held["approval_id"]}"]')
+        assert held["approval_url"].endswith(page.url.removeprefix(served.base))
+        assert await page.locator("#tool").inner_text() == "ops__delete_ticket"
+        assert await page.locator("#classification").inner_text() == "destructive"
+        assert ticket.replace('"', '\\"') in await page.locator("#arguments").inner_text()
+        await screenshot(page, "approvals")
+        await page.locator("#approve button").click()
+        await page.wait_for_url("**?done=approval_approved")
+        assert await page.locator("#approval-status").inner_text() == "approved"
+        assert violations == []
+    ran = await _held_call(served, mia, ticket)
+    assert not ran.is_error, ran
+    rows = [r for r in await audit_rows(served.gw, "ops__delete_ticket") if r.outcome == "ok"]
+    assert [r.approved_by for r in rows] == ["owner"]

@@ -29,3 +29,20 @@ def test_14_cli_rule_holds_a_destructive_call_until_it_is_approved_then_runs_it_
     assert json.loads(again.stdout)["error"]["code"] == "approval_required"
     assert cli_json(url, "approvals", "set", "destructive", "--account", "desk", "--off") == []
     assert cli(url, *args, check=False).returncode == 0
+
+
+def test_14_cli_a_declined_approval_runs_nothing_and_shows_no_sealed_arguments(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'toolcrib.db'}"
+    marker = tmp_path / "purged.txt"
+    cli(url, "init")
+    cli(url, "connections", "add", "desk", "--connector", "Helpdesk", "--command", " ".join(FIXTURE_SERVER))
+    cli_json(url, "approvals", "set", "destructive", "--account", "desk")
+    args = ("call", "desk__purge_records", "--args", json.dumps({"marker": str(marker)}), "--json")
+    held = json.loads(cli(url, *args, check=False).stdout)["error"]
+    declined = cli_json(url, "approvals", "decline", held["approval_id"])
+    assert declined["status"] == "declined"  # type: ignore[index]
+    assert "arguments" not in declined  # type: ignore[operator]
+    again = json.loads(cli(url, *args, check=False).stdout)["error"]
+    assert again["code"] == "approval_required"
+    assert again["approval_id"] != held["approval_id"]
+    assert not marker.exists()

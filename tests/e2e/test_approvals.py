@@ -10,11 +10,14 @@ from typing import Any
 import httpx2
 import mcp_types as types
 import pytest
+from sqlalchemy import select
 
 from tests.e2e.flow import Served, audit_rows, client, desk_gateway, read_marker
 from tests.e2e.mcpclient import gateway_payload
 from tests.e2e.org import ALL_SCOPES, PREFIX
 from toolcrib.gateway import members
+from toolcrib.gateway.core import Gateway
+from toolcrib.store.tables import approvals
 
 pytestmark = pytest.mark.anyio
 
@@ -32,6 +35,12 @@ async def _require_destructive(served: Served) -> None:
     assert not result.is_error, result
     rules = gateway_payload(result)["result"]
     assert [(r["classification"], r["account"], r["role"]) for r in rules] == [("destructive", "desk", None)]
+
+
+async def _kept_arguments(gw: Gateway) -> list[str | None]:
+    """The sealed arguments column of every approval in the store."""
+    async with gw.db.read() as conn:
+        return [r[0] for r in (await conn.execute(select(approvals.c.arguments))).all()]
 
 
 def _purge(marker: Path) -> dict[str, Any]:
@@ -58,7 +67,10 @@ async def test_14_a_member_who_accepts_the_elicitation_runs_the_call_and_is_audi
         async with client(served.base, mia, mode=mode, elicitation_callback=_answering("accept", asked)) as c:
             result = await c.call_tool("execute_tool", _purge(marker))
         rows = await audit_rows(served.gw, PURGE)
+        kept = await _kept_arguments(served.gw)
     assert not result.is_error, result
+    assert kept
+    assert set(kept) == {None}  # the answered approval forgot the call's arguments
     assert read_marker(marker) == "purged"
     assert len(asked) == 1
     assert PURGE in asked[0]
@@ -79,7 +91,10 @@ async def test_14_a_declined_elicitation_answers_approval_declined_and_never_cal
         async with client(served.base, mia, mode=mode, elicitation_callback=_answering(action, asked)) as c:
             result = await c.call_tool("execute_tool", _purge(marker))
         rows = await audit_rows(served.gw, PURGE)
+        kept = await _kept_arguments(served.gw)
     assert result.is_error
+    assert kept
+    assert set(kept) == {None}  # the answered approval forgot the call's arguments
     assert gateway_payload(result)["error"]["code"] == "approval_declined"
     assert asked
     assert not marker.exists()

@@ -1,6 +1,7 @@
-"""Approval commands (#14): which calls need an approval, and approving a held call.
+"""Approval commands (#14): which calls need an approval, and approving or declining a held call.
 
-They call the same gateway functions as the ``toolcrib__approvals__*`` tools and the REST API.
+They call the same gateway functions as the ``toolcrib__approvals__*`` tools and the REST API
+(``decline`` as the console's Decline button).
 """
 
 from __future__ import annotations
@@ -60,5 +61,18 @@ def approvals_approve(
 
     async def work(gw: Gateway) -> dict[str, Any]:
         return approvals.approval_view(await approvals.approve(gw, approval_id))
+
+    emit(run_gateway(database, work), as_json)
+
+
+@approvals_app.command("decline")
+def approvals_decline(
+    approval_id: str, database: str | None = DatabaseOption, as_json: bool = JsonOption
+) -> None:
+    """Decline a held call: it does not run, and its arguments are forgotten."""
+    from toolcrib.gateway import approvals
+
+    async def work(gw: Gateway) -> dict[str, Any]:
+        return approvals.approval_view(await approvals.decline(gw, approval_id))
 
     emit(run_gateway(database, work), as_json)

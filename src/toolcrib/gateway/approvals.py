@@ -11,7 +11,10 @@ an approval rule matches the call (classification, account, role), the call runs
   and arguments) made again runs once.
 
 An approval is bound to the member, the public tool name and the SHA-256 of the exact provider
-arguments (frozen values merged), is single-use and expires after ``approval_ttl_seconds``.
+arguments (frozen values merged), is single-use and expires after ``approval_ttl_seconds``. The
+arguments themselves are kept with it sealed with the gateway's secret key, so that who may
+approve can read the call they decide (:func:`approval_details`, the console's approval page);
+they are forgotten once the approval is used or declined, and deleted with it once it expired.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from typing import Any
 
 from toolcrib.auth.tokens import new_approval_id, new_rule_id
 from toolcrib.errors import ApprovalDeclined, ApprovalRequired, ConfigError, NotFound
-from toolcrib.gateway.core import Gateway
+from toolcrib.gateway.core import Gateway, PolicySnapshot
 from toolcrib.gateway.interaction import ApprovalPrompt, AskLater, Interaction
 from toolcrib.policy.approvals import ApprovalRule, requires_approval, validate_approval_rule
 from toolcrib.policy.gates import Principal, require_operation
@@ -32,11 +35,15 @@ from toolcrib.store import approvals as store
 from toolcrib.store.approvals import Approval
 
 __all__ = [
+    "PENDING_LISTED",
+    "approval_details",
     "approval_view",
     "approve",
     "arguments_sha256",
+    "decline",
     "get_approval",
     "list_approval_rules",
+    "pending_approvals",
     "rule_view",
     "set_approval_rule",
     "settle",
@@ -86,6 +93,7 @@ async def settle(
         approved_by=None,
         created_at=now,
         expires_at=now + gw.settings.approval_ttl_seconds,
+        arguments=gw.box.seal(exact),
     )
     await store.insert_approval(gw.db, approval)
     prompt = ApprovalPrompt(approval.id, principal.member, operation, account, exact)
@@ -124,8 +132,49 @@ def rule_view(rule: ApprovalRule) -> dict[str, Any]:
     return dataclasses.asdict(rule)
 
 
+PENDING_LISTED = 200
+"""At most this many waiting approvals are listed, oldest first."""
+
+
 def approval_view(approval: Approval) -> dict[str, Any]:
-    return approval.to_json()
+    """The approval without its sealed arguments (:func:`approval_details` opens them)."""
+    view = approval.to_json()
+    del view["arguments"]
+    return view
+
+
+def _details(
+    gw: Gateway, approval: Approval, policy: PolicySnapshot, *, with_arguments: bool
+) -> dict[str, Any]:
+    """Who asked, the tool, its account and classification (as the policy has it now), and, while
+    the approval may still let the call run, the call's exact arguments (else ``None``)."""
+    live = approval.status in ("pending", "approved") and approval.expires_at > gw.clock()
+    found = gw.lookup(approval.operation)
+    return {
+        **approval_view(approval),
+        "account": approval.operation.partition("__")[0],
+        "classification": gw.risk_of(policy, found[1]) if found is not None else None,
+        "expired": approval.expires_at <= gw.clock(),
+        "arguments": gw.box.open(approval.arguments) if with_arguments and live else None,
+    }
+
+
+async def approval_details(gw: Gateway, approval_id: str, actor: Principal | None = None) -> dict[str, Any]:
+    """One approval with the exact arguments of its call, for who may approve it (restrictions:write):
+    the approval link's page and ``GET /api/approvals/{id}``."""
+    if actor is not None:
+        require_operation(actor, "restrictions:write", "get")
+    approval = await get_approval(gw, approval_id)
+    return _details(gw, approval, await gw.policy(), with_arguments=True)
+
+
+async def pending_approvals(gw: Gateway, actor: Principal | None = None) -> list[dict[str, Any]]:
+    """The approvals waiting for an answer, oldest first (restrictions:write), without arguments."""
+    if actor is not None:
+        require_operation(actor, "restrictions:write", "list")
+    policy = await gw.policy()
+    waiting = await store.list_pending(gw.db, gw.clock(), PENDING_LISTED)
+    return [_details(gw, a, policy, with_arguments=False) for a in waiting]
 
 
 async def get_approval(gw: Gateway, approval_id: str, actor: Principal | None = None) -> Approval:
@@ -140,10 +189,24 @@ async def get_approval(gw: Gateway, approval_id: str, actor: Principal | None = 
 
 async def approve(gw: Gateway, approval_id: str, actor: Principal | None = None) -> Approval:
     """An admin or owner approves a waiting call (restrictions:write); it may then run once."""
+    return await _answer(gw, approval_id, "approve", actor)
+
+
+async def decline(gw: Gateway, approval_id: str, actor: Principal | None = None) -> Approval:
+    """An admin or owner declines a waiting call (restrictions:write, like approving): it does not
+    run and its arguments are forgotten; the member calling it again asks for a new approval. The
+    console and the command line call this; it is no control-plane tool, which would grow every
+    owner's ``tools/list`` (R-10.2)."""
+    return await _answer(gw, approval_id, "decline", actor)
+
+
+async def _answer(gw: Gateway, approval_id: str, action: str, actor: Principal | None) -> Approval:
     if actor is not None:
-        require_operation(actor, "restrictions:write", "approve")
+        require_operation(actor, "restrictions:write", action)
     who = actor.member if actor is not None else "command line"
-    if not await store.decide(gw.db, approval_id, status="approved", approved_by=who, now=gw.clock()):
+    approving = action == "approve"
+    status, approved_by = ("approved", who) if approving else ("declined", None)
+    if not await store.decide(gw.db, approval_id, status=status, approved_by=approved_by, now=gw.clock()):
         if await store.get_approval(gw.db, approval_id) is None:
             raise NotFound(f"no approval {approval_id!r}")
         raise ConfigError(f"approval {approval_id} is not waiting for an answer (answered or expired)")

@@ -1,7 +1,8 @@
 """Queries on approval rules and approvals (#14): which calls need an approval, and the approvals.
 
 An approval is single-use: it moves ``pending -> approved -> used`` (or ``pending -> declined``)
-by conditional updates, so two calls racing for one approval cannot both run.
+by conditional updates, so two calls racing for one approval cannot both run. The call's sealed
+arguments (``arguments``) go with the update that uses or declines it.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ class Approval:
     approved_by: str | None
     created_at: float
     expires_at: float
+    arguments: str | None = None  # the call's exact arguments, sealed (SecretBox); None once spent
 
     def to_json(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__slots__}
@@ -72,6 +74,8 @@ async def decide(db: Database, approval_id: str, *, status: str, approved_by: st
         .where(approvals.c.id == approval_id, approvals.c.status == "pending", approvals.c.expires_at > now)
         .values(status=status, approved_by=approved_by)
     )
+    if status != "approved":  # used or declined: nobody needs to read the arguments any more
+        query = query.values(arguments=None)
     async with db.begin() as conn:
         result = await conn.execute(query)
     return bool(result.rowcount)
@@ -95,11 +99,24 @@ async def consume(db: Database, member: str, operation: str, arguments_sha256: s
             used = await conn.execute(
                 update(approvals)
                 .where(approvals.c.id == approval_id, approvals.c.status == "approved")
-                .values(status="used")
+                .values(status="used", arguments=None)
             )
             if used.rowcount:
                 return str(approved_by)
     return None
+
+
+async def list_pending(db: Database, now: float, limit: int) -> list[Approval]:
+    """The approvals waiting for an answer (pending, unexpired), oldest first, at most ``limit``."""
+    query = (
+        select(approvals)
+        .where(approvals.c.status == "pending", approvals.c.expires_at > now)
+        .order_by(approvals.c.created_at)
+        .limit(limit)
+    )
+    async with db.read() as conn:
+        rows = (await conn.execute(query)).all()
+    return [Approval(**dict(r._mapping)) for r in rows]
 
 
 async def purge(db: Database, before: float) -> None:

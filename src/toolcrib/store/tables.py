@@ -255,5 +255,8 @@ approvals = Table(
     Column("approved_by", String(80), nullable=True),
     Column("created_at", Float, nullable=False),
     Column("expires_at", Float, nullable=False),
+    # The call's exact arguments sealed with the secret key, shown to who may approve it; NULL once
+    # the approval is used or declined (an expired one is deleted by housekeeping).
+    Column("arguments", Text, nullable=True),
     Index("ix_approvals_member_operation", "member", "operation"),
 )

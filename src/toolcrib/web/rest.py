@@ -95,13 +95,14 @@ def rest_routes(prefix: str, principal_key: str) -> list[Route]:
             return _error_response(in_band(exc))
 
     async def show_approval(request: Request) -> Response:
-        """``GET /api/approvals/{id}``: what an approval would let run (the approval link's data)."""
+        """``GET /api/approvals/{id}``: what an approval would let run, its exact arguments too, for
+        who may approve it (the approval link's data)."""
         principal = request.scope.get(principal_key)
         assert isinstance(principal, Principal)
         try:
             gw = request.app.state.gateway
-            approval = await approvals.get_approval(gw, request.path_params["approval_id"], principal)
-            return JSONResponse(approvals.approval_view(approval))
+            details = await approvals.approval_details(gw, request.path_params["approval_id"], principal)
+            return JSONResponse(details)
         except Exception as exc:
             return _error_response(in_band(exc))
 

@@ -1,7 +1,7 @@
 """The admin console at ``/admin`` (#13): server-rendered pages over the same gateway functions.
 
-Pages: connections, members and tokens, restrictions, frozen parameters, audit log, search
-playground, savings. Sign-in, sessions and CSRF: :mod:`.session`; dispatch: :mod:`.handlers`.
+Pages: connections, members and tokens, restrictions, approvals, frozen parameters, audit log,
+search playground, savings. Sign-in, sessions and CSRF: :mod:`.session`; dispatch: :mod:`.handlers`.
 No script runs inline (the CSP forbids it); the one small script and the style sheet are served
 from the package under ``/admin/static``.
 """
@@ -13,7 +13,7 @@ from pathlib import Path
 from starlette.routing import Mount, Router
 from starlette.staticfiles import StaticFiles
 
-from toolcrib.web.admin import audit, auth, connections, insight, members, restrictions
+from toolcrib.web.admin import approvals, audit, auth, connections, insight, members, restrictions
 from toolcrib.web.admin.session import SecurityHeaders
 
 __all__ = ["STATIC", "admin_mount"]
@@ -28,6 +28,7 @@ def admin_mount() -> Mount:
         *connections.routes(),
         *members.routes(),
         *restrictions.routes(),
+        *approvals.routes(),
         *audit.routes(),
         *insight.routes(),
         Mount("/static", app=StaticFiles(directory=STATIC), name="admin-static"),

@@ -40,6 +40,8 @@ DONE: dict[str, str] = {
     "grant_revoked": "Token revoked.",
     "rule_created": "Restriction added.",
     "rule_deleted": "Restriction removed.",
+    "approval_approved": "Approved: the same call by the same member now runs once.",
+    "approval_declined": "Declined: the call does not run.",
     "frozen_set": "Parameter frozen.",
     "frozen_unset": "Parameter unfrozen.",
 }

@@ -32,6 +32,7 @@ NAV: tuple[NavItem, ...] = (
     NavItem("connections", "Connections", "connections:read"),
     NavItem("members", "Members and tokens", "members:read"),
     NavItem("restrictions", "Restrictions", "restrictions:read"),
+    NavItem("approvals", "Approvals", "restrictions:write"),  # who may approve (approvals__approve)
     NavItem("frozen", "Frozen parameters", "connections:write"),
     NavItem("audit", "Audit log", "audit:read"),
     NavItem("playground", "Search playground", "tool:execute"),
