@@ -173,6 +173,21 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return server.create_database()
 
 
+# The database in-process gateways of the running test open (``tests.e2e.inprocess.settings_for``),
+# set by ``on_each_store``: a module marked ``usefixtures("on_each_store")`` runs each test on
+# SQLite and on PostgreSQL.
+STORE_OVERRIDE: dict[str, str] = {}
+
+
+@pytest.fixture
+def on_each_store(store_url: str) -> Iterator[str]:
+    STORE_OVERRIDE["url"] = store_url
+    try:
+        yield store_url
+    finally:
+        STORE_OVERRIDE.clear()
+
+
 def key_env(db_url: str) -> dict[str, str]:
     """The environment every process on a PostgreSQL database shares: one explicit secret key."""
     return {} if db_url.startswith("sqlite") else {"TOOLCRIB_SECRET_KEY": PG_SECRET_KEY}
