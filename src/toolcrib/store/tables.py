@@ -21,6 +21,7 @@ from sqlalchemy import (
 __all__ = [
     "audit",
     "connections",
+    "facts",
     "frozen",
     "grants",
     "handles",
@@ -193,4 +194,12 @@ vectors = Table(
     Column("model_id", String(80), primary_key=True),
     Column("text_sha256", String(64), primary_key=True),
     Column("vector", LargeBinary, nullable=False),  # float32, little-endian, DIMENSIONS values
+)
+
+# Facts about the database itself, by name: the fingerprint of the secret key.
+facts = Table(
+    "facts",
+    metadata,
+    Column("name", String(80), primary_key=True),
+    Column("value", Text, nullable=False),
 )
