@@ -49,7 +49,7 @@ from toolcrib.upstream.supervisor import Upstreams
 if TYPE_CHECKING:
     from toolcrib.auth.jwt import JWTVerifier
 
-__all__ = ["Gateway", "PolicySnapshot"]
+__all__ = ["Gateway", "PolicySnapshot", "key_file"]
 
 logger = logging.getLogger(__name__)
 
@@ -116,7 +116,7 @@ class Gateway:
         db = Database(settings.database_url, busy_seconds=settings.store_busy_seconds)
         try:
             await db.migrate()
-            key = load_or_create_key(settings.secret_key, _key_file(settings))
+            key = load_or_create_key(settings.secret_key, key_file(settings))
             box = SecretBox(key)
             await key_store.check_key(db, key)  # one key for every process on this database
             meaning = await load_meaning(settings.semantic, load_encoder)
@@ -386,7 +386,8 @@ def _jwt_verifier(settings: Settings) -> JWTVerifier | None:
     )
 
 
-def _key_file(settings: Settings) -> Path:
+def key_file(settings: Settings) -> Path:
+    """Where a generated secret key is kept: beside a SQLite database, else in ``.toolcrib`` here."""
     path = settings.sqlite_path()
     base = path.parent if path is not None else Path.cwd()
     return base / ".toolcrib" / "secret.key"
