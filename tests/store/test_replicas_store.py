@@ -55,6 +55,19 @@ def _tools(account: str, n: int) -> list[StoredTool]:
     return [StoredTool(record=r, card=None) for r in records]
 
 
+async def test_r15_2_replicas_starting_at_once_on_an_empty_database_all_migrate_it(store_url: str) -> None:
+    opened = [Database(store_url, busy_seconds=30) for _ in range(REPLICAS)]
+    try:
+        with anyio.fail_after(120):
+            async with anyio.create_task_group() as tg:
+                for db in opened:
+                    tg.start_soon(db.migrate)
+        assert await conn_store.list_connections(opened[-1]) == []
+    finally:
+        for db in opened:
+            await db.close()
+
+
 async def test_r15_2_concurrent_catalog_replacements_each_get_their_own_version(dbs: list[Database]) -> None:
     await conn_store.insert_connection(dbs[0], _connection("desk"))
     versions: list[int] = []

@@ -124,6 +124,8 @@ class Database:
             command.upgrade(config, revision)
 
         async with self.begin() as conn:
+            if not self.is_sqlite:  # replicas starting at once: one migrates, the others then see it done
+                await conn.execute(_XACT_LOCK, {"key": _lock_key("toolcrib migrations")})
             await conn.run_sync(upgrade)
 
     @asynccontextmanager
@@ -226,7 +228,7 @@ class Database:
         if self.is_sqlite:
             yield True
             return
-        key = int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)
+        key = _lock_key(name)
         try:
             conn = await (await self.engine.connect()).execution_options(isolation_level="AUTOCOMMIT")
         except SQLAlchemyError as exc:
@@ -345,6 +347,14 @@ async def _quietly_rollback(conn: AsyncConnection) -> None:
 
 
 _TRY_LOCK = text("SELECT pg_try_advisory_lock(:key)")
+_XACT_LOCK = text("SELECT pg_advisory_xact_lock(:key)")
+
+
+def _lock_key(name: str) -> int:
+    """The 64-bit advisory lock key of a job name."""
+    return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)
+
+
 _UNLOCK_ALL = text("SELECT pg_advisory_unlock_all()")
 
 
