@@ -36,6 +36,7 @@ bench: install ## benchmarks: each prints a table and writes JSON under bench/ou
 	$(BIN)/python bench/search_speed.py
 	$(BIN)/python bench/search_quality.py
 	$(BIN)/python bench/cli.py
+	$(BIN)/python bench/replicas.py
 
 clean:
 	rm -rf $(VENV) .toolcrib .mypy_cache .ruff_cache .pytest_cache
