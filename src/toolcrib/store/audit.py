@@ -134,11 +134,11 @@ class _AuditWriter:
                 await self._db.run_write(lambda conn: _write_raw(conn, batch))
                 return
             async with self._db.begin() as conn:
-                inserts = [op for op in batch if op.insert is not None]
+                inserts = [(op, op.insert) for op in batch if op.insert is not None]
                 if inserts:  # one statement for the batch, ids in the order of its rows
                     returning = insert(audit).returning(audit.c.id, sort_by_parameter_order=True)
-                    ids = (await conn.execute(returning, [op.insert for op in inserts])).scalars().all()
-                    for op, entry_id in zip(inserts, ids, strict=True):
+                    ids = (await conn.execute(returning, [values for _, values in inserts])).scalars().all()
+                    for (op, _), entry_id in zip(inserts, ids, strict=True):
                         op.entry_id = int(entry_id)
                 closes = [op.close for op in batch if op.close is not None]
                 if closes:
