@@ -11,7 +11,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, NoReturn
 
 import httpx2
 import pytest
@@ -144,6 +144,14 @@ def db_url(tmp_path: Path) -> str:
 PG_SECRET_KEY = "n0Lq1xqVv3Zr4u0m2Q3fQm8c5o9b7lW6h1s2d3f4g5k="
 
 
+def not_run(message: str) -> NoReturn:
+    """Skip, saying so on stderr; under ``CI=true`` a failure instead (CI never skips them)."""
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(message + " (CI must run them)")
+    sys.stderr.write(f"\n*** {message} ***\n")
+    pytest.skip(message)
+
+
 @pytest.fixture(scope="session")
 def postgres() -> Iterator[PostgresServer]:
     """One PostgreSQL server for the whole run; skipped (loudly) only when it cannot be found,
@@ -153,11 +161,7 @@ def postgres() -> Iterator[PostgresServer]:
     try:
         server = PostgresServer.start()
     except PostgresUnavailable as exc:
-        message = f"PostgreSQL tests NOT RUN: {exc}"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(message + " (CI must run them)")
-        sys.stderr.write(f"\n*** {message} ***\n")
-        pytest.skip(message)
+        not_run(f"PostgreSQL tests NOT RUN: {exc}")
     try:
         yield server
     finally:
