@@ -19,7 +19,7 @@ import anyio
 import httpx2
 import pytest
 
-from tests.conftest import ROOT, TOOLCRIB, Process, cli, cli_json, env_for, start_gateway
+from tests.conftest import PYTHON, ROOT, TOOLCRIB, Process, cli, cli_json, env_for, start_gateway
 from tests.pg import PostgresServer, read_rows
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
@@ -186,6 +186,36 @@ async def test_r15_2_a_connection_added_through_the_cli_is_searchable_on_every_r
                         await rpc(http, base, cluster.owner, "search_tools", {"query": "add two numbers"})
                     )
                     if any(card["name"].startswith("tickets__") for card in found["results"]):
+                        break
+                    await anyio.sleep(0.05)
+
+
+async def test_r15_2_an_upstreams_tools_list_changed_seen_by_one_replica_reaches_all(
+    cluster: Cluster,
+) -> None:
+    """A stdio upstream runs per replica: only A's process grows its catalog and tells A; A syncs it
+    into the store, and B and C pick the stored catalog up by NOTIFY (their poll is 60 s)."""
+    grower = f"{PYTHON} -m tests.fixtures.fixture_server"
+    await anyio.to_thread.run_sync(
+        lambda: cli(
+            cluster.db_url, "connections", "add", "grower", "--connector", "Growth", "--command", grower
+        )
+    )
+    a, b, c = cluster.bases
+    query = {"query": "quarterly revenue report"}
+    async with httpx2.AsyncClient(timeout=60) as http:
+        # A's upstream process starts with this first call; its change stream is open by the next.
+        started = await rpc(
+            http, a, cluster.owner, "execute_tool", execute("grower__echo_message", message="m")
+        )
+        assert code_of(started) is None, started
+        grown = await rpc(http, a, cluster.owner, "execute_tool", execute("grower__grow_catalog"))
+        assert code_of(grown) is None, grown
+        with anyio.fail_after(15):
+            for base in (a, b, c):
+                while True:
+                    found = structured(await rpc(http, base, cluster.owner, "search_tools", query))
+                    if any(card["name"] == "grower__quarterly_report" for card in found["results"]):
                         break
                     await anyio.sleep(0.05)
 
