@@ -7,13 +7,13 @@ PORT   ?= 8765
 
 .PHONY: run test check install bench clean
 
-$(BIN)/toolcrib: pyproject.toml
+$(BIN)/toolcrib: pyproject.toml Makefile
 	@echo "==> [1/3] creating the virtual environment in $(VENV)"
 	$(PYTHON) -m venv $(VENV)
 	@echo "==> [2/3] upgrading pip"
 	$(BIN)/pip install --quiet --upgrade pip
 	@echo "==> [3/3] installing toolcrib with its extras (the first time takes a few minutes; pip shows each package)"
-	$(BIN)/pip install --progress-bar on -e '.[dev,demo]'
+	$(BIN)/pip install --progress-bar on -e '.[dev,demo,postgres]'
 	@echo "==> installed: $$($(BIN)/toolcrib --version)"
 	@touch $@
 
@@ -36,6 +36,7 @@ bench: install ## benchmarks: each prints a table and writes JSON under bench/ou
 	$(BIN)/python bench/search_speed.py
 	$(BIN)/python bench/search_quality.py
 	$(BIN)/python bench/cli.py
+	$(BIN)/python bench/replicas.py
 
 clean:
 	rm -rf $(VENV) .toolcrib .mypy_cache .ruff_cache .pytest_cache

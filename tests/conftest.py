@@ -11,10 +11,13 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING, NoReturn
 
 import httpx2
 import pytest
+
+if TYPE_CHECKING:
+    from tests.pg import PostgresServer
 
 ROOT = Path(__file__).resolve().parents[1]
 # The project's shared/ folder (SPEC, data) stands beside the repository; TOOLCRIB_SHARED overrides.
@@ -63,7 +66,7 @@ def cli(
     return subprocess.run(
         [*TOOLCRIB, *args, "--database", db_url],
         cwd=ROOT,
-        env=env_for(env),
+        env=env_for({**key_env(db_url), **(env or {})}),
         capture_output=True,
         text=True,
         check=check,
@@ -106,13 +109,17 @@ def start_fixture_http(extra_env: dict[str, str] | None = None) -> Process:
     return Process(proc, url)
 
 
-def start_gateway(db_url: str, extra_env: dict[str, str] | None = None) -> Process:
+def start_gateway(
+    db_url: str, extra_env: dict[str, str] | None = None, log_path: Path | None = None
+) -> Process:
     port = free_port()
-    log = open(Path(db_url.removeprefix("sqlite:///")).with_suffix(".log"), "ab")  # noqa: SIM115
+    if log_path is None:
+        log_path = Path(db_url.removeprefix("sqlite:///")).with_suffix(".log")
+    log = open(log_path, "ab")  # noqa: SIM115
     proc = subprocess.Popen(
         [*TOOLCRIB, "serve", "--port", str(port), "--database", db_url],
         cwd=ROOT,
-        env=env_for(extra_env),
+        env=env_for({**key_env(db_url), **(extra_env or {})}),
         stdout=log,
         stderr=log,
     )
@@ -129,6 +136,65 @@ def start_gateway(db_url: str, extra_env: dict[str, str] | None = None) -> Proce
 @pytest.fixture
 def db_url(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'toolcrib.db'}"
+
+
+# --- PostgreSQL (#11, R-15): a real server started by the test run ------------------------------
+
+# The shared secret key every gateway process of a PostgreSQL test uses (R-13.3, R-15.2).
+PG_SECRET_KEY = "n0Lq1xqVv3Zr4u0m2Q3fQm8c5o9b7lW6h1s2d3f4g5k="
+
+
+def not_run(message: str) -> NoReturn:
+    """Skip, saying so on stderr; under ``CI=true`` a failure instead (CI never skips them)."""
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(message + " (CI must run them)")
+    sys.stderr.write(f"\n*** {message} ***\n")
+    pytest.skip(message)
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresServer]:
+    """One PostgreSQL server for the whole run; skipped (loudly) only when it cannot be found,
+    and a failure under ``CI=true``."""
+    from tests.pg import PostgresServer, PostgresUnavailable
+
+    try:
+        server = PostgresServer.start()
+    except PostgresUnavailable as exc:
+        not_run(f"PostgreSQL tests NOT RUN: {exc}")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh, empty database of each kind the store supports (R-15.1)."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'toolcrib.db'}"
+    server: PostgresServer = request.getfixturevalue("postgres")
+    return server.create_database()
+
+
+# The database in-process gateways of the running test open (``tests.e2e.inprocess.settings_for``),
+# set by ``on_each_store``: a module marked ``usefixtures("on_each_store")`` runs each test on
+# SQLite and on PostgreSQL.
+STORE_OVERRIDE: dict[str, str] = {}
+
+
+@pytest.fixture
+def on_each_store(store_url: str) -> Iterator[str]:
+    STORE_OVERRIDE["url"] = store_url
+    try:
+        yield store_url
+    finally:
+        STORE_OVERRIDE.clear()
+
+
+def key_env(db_url: str) -> dict[str, str]:
+    """The environment every process on a PostgreSQL database shares: one explicit secret key."""
+    return {} if db_url.startswith("sqlite") else {"TOOLCRIB_SECRET_KEY": PG_SECRET_KEY}
 
 
 @pytest.fixture(scope="session")

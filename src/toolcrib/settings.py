@@ -112,7 +112,10 @@ class Settings(BaseSettings):
 
     secret_key: str | None = None
     """Fernet key encrypting connection credentials at rest (R-13.3). When unset, a key is generated
-    once and kept in ``.toolcrib/secret.key`` beside a SQLite database."""
+    once and kept in ``.toolcrib/secret.key`` beside a SQLite database (else in the working
+    directory). Every gateway process on one database must use the same key: the database records
+    its fingerprint, and a process with another key (e.g. a replica that generated its own) refuses
+    to start. Set it explicitly for replicas over PostgreSQL."""
 
     oauth_issuer: str | None = None
     """Issuer of OAuth 2.1 access tokens (JWT) accepted as grants; unset disables OAuth grants."""

@@ -265,7 +265,7 @@ async def test_14_housekeeping_deletes_an_expired_approval_with_its_arguments(or
 
 async def test_r15_1_migration_0008_keeps_approvals_made_before_it_with_no_arguments(tmp_path: Path) -> None:
     old = Database(f"sqlite:///{tmp_path / 'old.db'}")
-    await old.migrate("0006")
+    await old.migrate("0007")
     with sqlite3.connect(tmp_path / "old.db") as conn:
         conn.execute(
             "INSERT INTO approvals (id, member, operation, arguments_sha256, status, created_at, expires_at)"

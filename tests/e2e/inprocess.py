@@ -14,7 +14,7 @@ from typing import Any
 import anyio
 import uvicorn
 
-from tests.conftest import free_port
+from tests.conftest import PG_SECRET_KEY, STORE_OVERRIDE, free_port
 from toolcrib.gateway import members
 from toolcrib.gateway.core import Gateway
 from toolcrib.settings import Settings
@@ -22,7 +22,12 @@ from toolcrib.web.app import create_app
 
 
 def settings_for(tmp_path: Path, **values: Any) -> Settings:
-    return Settings(database_url=f"sqlite:///{tmp_path / 'gw.db'}", **values)
+    """A SQLite file in ``tmp_path``, or the database ``on_each_store`` chose for this test (every
+    process on a PostgreSQL database shares one explicit secret key)."""
+    url = STORE_OVERRIDE.get("url", f"sqlite:///{tmp_path / 'gw.db'}")
+    if not url.startswith("sqlite"):
+        values.setdefault("secret_key", PG_SECRET_KEY)
+    return Settings(database_url=url, **values)
 
 
 @asynccontextmanager

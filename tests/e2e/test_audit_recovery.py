@@ -17,7 +17,7 @@ from toolcrib.gateway.members import operator_principal
 from toolcrib.store import instances
 from toolcrib.store.tables import audit
 
-pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
+pytestmark = [pytest.mark.e2e, pytest.mark.anyio, pytest.mark.usefixtures("on_each_store")]
 
 
 async def _outcomes(gw: Gateway) -> list[str]:

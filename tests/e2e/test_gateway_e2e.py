@@ -28,9 +28,15 @@ class Org:
         self.db_url, self.token, self.gateway = db_url, token, gateway
 
 
-@pytest.fixture(scope="module")
-def org(tmp_path_factory: pytest.TempPathFactory, fixture_http: Process) -> Iterator[Org]:
-    db_url = f"sqlite:///{tmp_path_factory.mktemp('org') / 'toolcrib.db'}"
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def org(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, fixture_http: Process
+) -> Iterator[Org]:
+    """The whole module runs once on a SQLite file and once on a real PostgreSQL server (#11)."""
+    folder = tmp_path_factory.mktemp("org")
+    db_url = f"sqlite:///{folder / 'toolcrib.db'}"
+    if request.param == "postgresql":
+        db_url = request.getfixturevalue("postgres").create_database()
     token = cli_json(db_url, "init")["token"]  # type: ignore[index]
     cli(db_url, "connections", "add", "time", "--connector", "Time", "--command", TIME_SERVER)
     cli(
@@ -38,7 +44,7 @@ def org(tmp_path_factory: pytest.TempPathFactory, fixture_http: Process) -> Iter
         "--command", f"{PYTHON} -m tests.fixtures.fixture_server", "--env", f"FIXTURE_API_KEY={FIXTURE_KEY}",
     )  # fmt: skip
     cli(db_url, "connections", "add", "helpdesk-http", "--connector", "Helpdesk", "--url", fixture_http.url)
-    gateway = start_gateway(db_url, {"TOOLCRIB_UPSTREAM_TIMEOUT_SECONDS": "3"})
+    gateway = start_gateway(db_url, {"TOOLCRIB_UPSTREAM_TIMEOUT_SECONDS": "3"}, log_path=folder / "gw.log")
     yield Org(db_url, str(token), gateway)
     gateway.stop()
 

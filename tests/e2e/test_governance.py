@@ -30,7 +30,7 @@ from toolcrib.gateway.connections import add_connection
 from toolcrib.policy.restrictions import Decision
 from toolcrib.settings import Settings
 
-pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
+pytestmark = [pytest.mark.e2e, pytest.mark.anyio, pytest.mark.usefixtures("on_each_store")]
 
 
 # --- tool:execute gates the whole endpoint -----------------------------------------------

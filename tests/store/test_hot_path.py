@@ -1,13 +1,11 @@
-"""The store's share of the hot path (#12), on a real SQLite file: audit writes of concurrent calls
-share commits, and the per-call grant read does not queue behind writers."""
+"""The store's share of the hot path (#12), on a real SQLite file and a real PostgreSQL server (#11):
+audit writes of concurrent calls share commits, and the per-call grant read does not queue behind
+writers."""
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from collections.abc import AsyncIterator
-from contextlib import closing
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -15,6 +13,7 @@ import anyio.lowlevel
 import pytest
 from sqlalchemy import event
 
+from tests.pg import read_rows
 from toolcrib.store import audit as audit_store
 from toolcrib.store import members as member_store
 from toolcrib.store.audit import AuditEntry
@@ -26,8 +25,8 @@ CALLS = 100
 
 
 @pytest.fixture
-async def db(tmp_path: Path) -> AsyncIterator[Database]:
-    database = Database(f"sqlite:///{tmp_path / 'hot.db'}", busy_seconds=30)
+async def db(store_url: str) -> AsyncIterator[Database]:
+    database = Database(store_url, busy_seconds=30)
     await database.migrate()
     yield database
     await database.close()
@@ -72,16 +71,14 @@ async def test_r11_1_concurrent_audit_writes_share_commits_and_every_row_is_writ
             tg.start_soon(one_call, n)
 
     assert len(set(opened)) == CALLS
-    with closing(sqlite3.connect(db.url.removeprefix("sqlite:///"))) as conn:
-        rows = conn.execute("SELECT outcome, count(*) FROM audit GROUP BY outcome").fetchall()
+    rows = read_rows(db.url, "SELECT outcome, count(*) FROM audit GROUP BY outcome ORDER BY outcome")
     assert rows == [("ok", CALLS), ("pending", 1)]
     assert 0 < len(commits) <= CALLS  # 2 writes per call, at most one commit per call (group commit)
 
 
 async def test_r11_1_a_row_is_committed_when_open_entry_returns(db: Database) -> None:
     entry_id = await audit_store.open_entry(db, _entry(1))
-    with closing(sqlite3.connect(db.url.removeprefix("sqlite:///"))) as conn:
-        found = conn.execute("SELECT outcome FROM audit WHERE id = ?", (entry_id,)).fetchall()
+    found = read_rows(db.url, f"SELECT outcome FROM audit WHERE id = {int(entry_id)}")
     assert found == [("pending",)]
 
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from toolcrib.store.database import Database
@@ -12,8 +10,8 @@ from toolcrib.store.vectors import count_vectors, load_vectors, save_vectors
 pytestmark = pytest.mark.anyio
 
 
-async def test_r5_8_vectors_are_kept_by_model_and_text_hash_and_never_overwritten(tmp_path: Path) -> None:
-    db = Database(f"sqlite:///{tmp_path / 'cache.db'}")
+async def test_r5_8_vectors_are_kept_by_model_and_text_hash_and_never_overwritten(store_url: str) -> None:
+    db = Database(store_url)
     try:
         await db.migrate()
         keys = [f"{i:064x}" for i in range(1_200)]  # more than one IN (...) list

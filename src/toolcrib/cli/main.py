@@ -80,6 +80,9 @@ def serve(
     host: str = typer.Option(None, help="Interface to bind (default 127.0.0.1)."),
     port: int = typer.Option(None, help="Port (default 8765)."),
     database: str | None = DatabaseOption,
+    workers: int = typer.Option(
+        1, "--workers", min=1, help="Gateway processes behind the port, each a replica (R-15.2)."
+    ),
 ) -> None:
     """Serve POST /mcp (and /healthz, /metrics) until interrupted."""
     import uvicorn
@@ -94,6 +97,11 @@ def serve(
         logging.getLogger("toolcrib").info("serving %s/mcp", settings.resource_url)
     else:
         console.print(f"toolcrib serving [bold]{settings.resource_url}/mcp[/bold]")
+    if workers > 1:
+        from toolcrib.cli.workers import serve_workers
+
+        serve_workers(settings, workers)
+        return
     uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="warning")
 
 

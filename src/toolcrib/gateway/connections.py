@@ -192,7 +192,22 @@ async def sync_connection(gw: Gateway, name: str) -> ConnectionRow:
     """Fetch the upstream's catalog, normalize it and make it live; failures set ``error`` + reason.
 
     A refused catalog (R-4.2) keeps the previous one stored, but the connection is not ``active``.
+    One process at a time syncs a connection (a PostgreSQL advisory lock, R-15.2): when another
+    replica is syncing it already (each replica sees an upstream's ``tools/list_changed``), this
+    one waits for it and takes its result from the store.
     """
+    wait = gw.settings.connect_timeout_seconds + gw.settings.upstream_timeout_seconds
+    async with gw.db.exclusive(f"sync:{name}", wait_seconds=wait) as alone:
+        if alone:
+            return await _sync(gw, name)
+    row = await store.get_connection(gw.db, name)
+    if row is None:
+        raise NotFound(f"no connection named {name!r}")
+    await gw.install_catalog(row, await store.load_catalog(gw.db, name))
+    return row
+
+
+async def _sync(gw: Gateway, name: str) -> ConnectionRow:
     row = await store.get_connection(gw.db, name)
     if row is None:
         raise NotFound(f"no connection named {name!r}")

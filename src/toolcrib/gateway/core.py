@@ -37,7 +37,9 @@ from toolcrib.store import approvals as approval_store
 from toolcrib.store import connections as conn_store
 from toolcrib.store import handles as handle_store
 from toolcrib.store import instances as instance_store
+from toolcrib.store import keys as key_store
 from toolcrib.store import leases as lease_store
+from toolcrib.store import notify
 from toolcrib.store import policy as policy_store
 from toolcrib.store import results as result_store
 from toolcrib.store.connections import ConnectionRow, StoredTool
@@ -51,7 +53,7 @@ from toolcrib.upstream.supervisor import Upstreams
 if TYPE_CHECKING:
     from toolcrib.auth.jwt import JWTVerifier
 
-__all__ = ["Gateway", "PolicySnapshot"]
+__all__ = ["Gateway", "PolicySnapshot", "key_file"]
 
 logger = logging.getLogger(__name__)
 
@@ -120,7 +122,9 @@ class Gateway:
         db = Database(settings.database_url, busy_seconds=settings.store_busy_seconds)
         try:
             await db.migrate()
-            box = SecretBox(load_or_create_key(settings.secret_key, _key_file(settings)))
+            key = load_or_create_key(settings.secret_key, key_file(settings))
+            box = SecretBox(key)
+            await key_store.check_key(db, key)  # one key for every process on this database
             meaning = await load_meaning(settings.semantic, load_encoder)
             gateway = cls(settings, db, box, clock=clock, meaning=meaning)
             await gateway._load()
@@ -151,6 +155,7 @@ class Gateway:
                 gateway._upstreams = upstreams
                 upstreams.run_in_background(gateway._heartbeat)
                 upstreams.run_in_background(gateway._housekeeping)
+                upstreams.run_in_background(gateway._follow_changes)
                 try:
                     yield gateway
                 finally:
@@ -207,11 +212,30 @@ class Gateway:
         ttl = 3 * self.settings.housekeeping_seconds
         if not await lease_store.acquire(self.db, _HOUSEKEEPING, self.instance.id, now=now, ttl=ttl):
             return False
-        await self.purge_expired()
-        await self.recover_orphans()
-        stale_before = self.clock() - 3 * self.settings.heartbeat_seconds
-        await instance_store.prune(self.db, self.instance, stale_before=stale_before)
+        # The lease says whose turn it is; on PostgreSQL the advisory lock also keeps a holder
+        # paused past its lease from running beside the next one (R-15.2).
+        async with self.db.exclusive(_HOUSEKEEPING) as alone:
+            if not alone:
+                return False
+            await self.purge_expired()
+            await self.recover_orphans()
+            stale_before = self.clock() - 3 * self.settings.heartbeat_seconds
+            await instance_store.prune(self.db, self.instance, stale_before=stale_before)
         return True
+
+    async def _follow_changes(self) -> None:
+        """On PostgreSQL: reload at once what another process announces it changed (R-15.2)."""
+        await notify.listen(self.db, self.on_change)
+
+    async def on_change(self, kind: str) -> None:
+        """Another process changed ``kind`` (``notify.CATALOG``, ``notify.POLICY`` or ``notify.ALL``)."""
+        try:
+            if kind in (notify.POLICY, notify.ALL):
+                await self.reload_policy()
+            if kind in (notify.CATALOG, notify.ALL):
+                await self.sync_from_store(force=True)
+        except StoreError:
+            logger.warning("change notification: the database is unavailable", exc_info=True)
 
     async def sync_from_store(self, *, force: bool = False, wait: bool = True) -> None:
         """Pick up connections another process changed (the CLI, another replica, R-15.2).
@@ -408,7 +432,8 @@ def _jwt_verifier(settings: Settings) -> JWTVerifier | None:
     )
 
 
-def _key_file(settings: Settings) -> Path:
+def key_file(settings: Settings) -> Path:
+    """Where a generated secret key is kept: beside a SQLite database, else in ``.toolcrib`` here."""
     path = settings.sqlite_path()
     base = path.parent if path is not None else Path.cwd()
     return base / ".toolcrib" / "secret.key"

@@ -135,11 +135,12 @@ class _AuditWriter:
                 await self._db.run_write(lambda conn: _write_raw(conn, batch))
                 return
             async with self._db.begin() as conn:
-                for op in batch:
-                    if op.insert is not None:
-                        pk = (await conn.execute(insert(audit).values(**op.insert))).inserted_primary_key
-                        assert pk is not None
-                        op.entry_id = int(pk[0])
+                inserts = [(op, op.insert) for op in batch if op.insert is not None]
+                if inserts:  # one statement for the batch, ids in the order of its rows
+                    returning = insert(audit).returning(audit.c.id, sort_by_parameter_order=True)
+                    ids = (await conn.execute(returning, [values for _, values in inserts])).scalars().all()
+                    for (op, _), entry_id in zip(inserts, ids, strict=True):
+                        op.entry_id = int(entry_id)
                 closes = [op.close for op in batch if op.close is not None]
                 if closes:
                     await conn.execute(_CLOSE, closes)

@@ -11,6 +11,7 @@ from sqlalchemy import delete, insert, select, update
 
 from toolcrib.catalog.records import ExactRecord
 from toolcrib.store.database import Database
+from toolcrib.store.notify import CATALOG, announce
 from toolcrib.store.tables import connections, tools, upstream_tokens
 
 __all__ = ["ConnectionRow", "StoredTool"]
@@ -55,6 +56,7 @@ async def insert_connection(db: Database, row: ConnectionRow) -> None:
     async with db.begin() as conn:
         values = {k: getattr(row, k) for k in ConnectionRow.__dataclass_fields__}
         await conn.execute(insert(connections).values(**values))
+        await announce(conn, CATALOG)
 
 
 async def get_connection(db: Database, name: str) -> ConnectionRow | None:
@@ -78,6 +80,7 @@ async def set_status(
             .where(connections.c.name == name)
             .values(status=status, reason=reason, authorize_url=authorize_url, updated_at=time.time())
         )
+        await announce(conn, CATALOG)
 
 
 async def update_connection(db: Database, name: str, **values: Any) -> None:
@@ -85,6 +88,7 @@ async def update_connection(db: Database, name: str, **values: Any) -> None:
         await conn.execute(
             update(connections).where(connections.c.name == name).values(updated_at=time.time(), **values)
         )
+        await announce(conn, CATALOG)
 
 
 async def delete_connection(db: Database, name: str) -> bool:
@@ -92,47 +96,52 @@ async def delete_connection(db: Database, name: str) -> bool:
         await conn.execute(delete(tools).where(tools.c.account == name))
         await conn.execute(delete(upstream_tokens).where(upstream_tokens.c.account == name))
         result = await conn.execute(delete(connections).where(connections.c.name == name))
+        await announce(conn, CATALOG)
     return bool(result.rowcount)
 
 
 async def replace_catalog(
     db: Database, name: str, stored: Sequence[StoredTool], *, status: str, reason: str | None
 ) -> int:
-    """Swap a connection's whole catalog in one transaction; returns the new catalog version."""
+    """Swap a connection's whole catalog in one transaction; returns the new catalog version.
+
+    The version is bumped first, in one statement (``version + 1 ... RETURNING``), never read and
+    then written: that row stays locked until the commit, so two processes replacing the same
+    catalog at once take turns and each gets its own version (R-15.2, #11).
+    """
+    usable = sum(1 for s in stored if s.refused is None)
     async with db.begin() as conn:
+        version = (
+            await conn.execute(
+                update(connections)
+                .where(connections.c.name == name)
+                .values(
+                    catalog_version=connections.c.catalog_version + 1,
+                    tool_count=usable,
+                    status=status,
+                    reason=reason,
+                    authorize_url=None,
+                    updated_at=time.time(),
+                )
+                .returning(connections.c.catalog_version)
+            )
+        ).scalar_one()
         await conn.execute(delete(tools).where(tools.c.account == name))
         if stored:
-            await conn.execute(
-                insert(tools),
-                [
-                    {
-                        "account": name,
-                        "name": s.record.name,
-                        "record": s.record.to_json(),
-                        "card": s.card,
-                        "schema_hash": s.record.schema_hash,
-                        "refused": s.refused,
-                    }
-                    for s in stored
-                ],
-            )
-        version = (
-            await conn.execute(select(connections.c.catalog_version).where(connections.c.name == name))
-        ).scalar_one()
-        usable = sum(1 for s in stored if s.refused is None)
-        await conn.execute(
-            update(connections)
-            .where(connections.c.name == name)
-            .values(
-                catalog_version=version + 1,
-                tool_count=usable,
-                status=status,
-                reason=reason,
-                authorize_url=None,
-                updated_at=time.time(),
-            )
-        )
-    return int(version) + 1
+            await conn.execute(insert(tools), [_tool_row(name, s) for s in stored])
+        await announce(conn, CATALOG)
+    return int(version)
+
+
+def _tool_row(name: str, s: StoredTool) -> dict[str, Any]:
+    return {
+        "account": name,
+        "name": s.record.name,
+        "record": s.record.to_json(),
+        "card": s.card,
+        "schema_hash": s.record.schema_hash,
+        "refused": s.refused,
+    }
 
 
 async def load_catalog(db: Database, name: str) -> list[StoredTool]:

@@ -14,6 +14,8 @@ runs beside a writer.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import logging
 import sqlite3
 import time
@@ -26,7 +28,7 @@ from typing import Any, TypeVar
 import anyio
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Connection, event
+from sqlalchemy import Connection, event, text
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
@@ -122,6 +124,8 @@ class Database:
             command.upgrade(config, revision)
 
         async with self.begin() as conn:
+            if not self.is_sqlite:  # replicas starting at once: one migrates, the others then see it done
+                await conn.execute(_XACT_LOCK, {"key": _lock_key("toolcrib migrations")})
             await conn.run_sync(upgrade)
 
     @asynccontextmanager
@@ -209,6 +213,51 @@ class Database:
                 raise
         return conn
 
+    # --- one process at a time: PostgreSQL advisory locks (R-15.2, #11) ---------------------------
+
+    @asynccontextmanager
+    async def exclusive(self, name: str, *, wait_seconds: float = 0.0) -> AsyncIterator[bool]:
+        """Whether this process holds the job ``name`` alone while the block runs.
+
+        On PostgreSQL it is a session advisory lock on a connection of its own (it dies with the
+        connection, so a killed holder frees it at once). Yields true when the lock was free; when
+        another process held it, waits (polling, up to ``wait_seconds``) until that one is done and
+        yields false: the caller then takes the other's result instead of doing the work again.
+        On SQLite (one host, writers serialized by the file) it always yields true.
+        """
+        if self.is_sqlite:
+            yield True
+            return
+        key = _lock_key(name)
+        try:
+            conn = await (await self.engine.connect()).execution_options(isolation_level="AUTOCOMMIT")
+        except SQLAlchemyError as exc:
+            raise self._translated(exc) from exc
+        try:
+            mine = await self._try_lock(conn, key)
+            if not mine:
+                await self._wait_for_lock(conn, key, time.monotonic() + wait_seconds)
+            yield mine
+        finally:
+            with anyio.CancelScope(shield=True):
+                await _quietly_unlock(conn)
+                await _quietly_close(conn)
+
+    async def _try_lock(self, conn: AsyncConnection, key: int) -> bool:
+        try:
+            return bool((await conn.execute(_TRY_LOCK, {"key": key})).scalar_one())
+        except SQLAlchemyError as exc:
+            raise self._translated(exc) from exc
+
+    async def _wait_for_lock(self, conn: AsyncConnection, key: int, deadline: float) -> None:
+        """Until the holder lets go (then let go at once) or ``deadline``; nothing is done meanwhile."""
+        pause = _FIRST_PAUSE
+        while time.monotonic() + pause <= deadline:
+            await anyio.sleep(pause)
+            pause = min(_MAX_PAUSE, pause * 2)
+            if await self._try_lock(conn, key):
+                return  # released by ``exclusive`` on the way out
+
     # --- the hot path on SQLite: one thread hop per transaction (#12) ----------------------------
 
     async def run_write(self, work: Callable[[sqlite3.Connection], T]) -> T:
@@ -295,6 +344,27 @@ async def _quietly_rollback(conn: AsyncConnection) -> None:
             await conn.rollback()
     except Exception:  # the driver may fail in its own ways while rolling back
         logger.debug("rollback failed", exc_info=True)
+
+
+_TRY_LOCK = text("SELECT pg_try_advisory_lock(:key)")
+_XACT_LOCK = text("SELECT pg_advisory_xact_lock(:key)")
+
+
+def _lock_key(name: str) -> int:
+    """The 64-bit advisory lock key of a job name."""
+    return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)
+
+
+_UNLOCK_ALL = text("SELECT pg_advisory_unlock_all()")
+
+
+async def _quietly_unlock(conn: AsyncConnection) -> None:
+    try:
+        await conn.execute(_UNLOCK_ALL)  # this connection holds no other lock
+    except Exception:  # never back to the pool holding a lock: the connection is dropped instead
+        logger.debug("advisory unlock failed", exc_info=True)
+        with contextlib.suppress(Exception):
+            await conn.invalidate()
 
 
 async def _quietly_close(conn: AsyncConnection) -> None:

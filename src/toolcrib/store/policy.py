@@ -8,6 +8,7 @@ from typing import Any
 from sqlalchemy import delete, insert, select
 
 from toolcrib.store.database import Database
+from toolcrib.store.notify import POLICY, announce
 from toolcrib.store.tables import frozen, overrides, restrictions
 
 __all__: list[str] = []
@@ -16,6 +17,7 @@ __all__: list[str] = []
 async def insert_restriction(db: Database, values: dict[str, Any]) -> None:
     async with db.begin() as conn:
         await conn.execute(insert(restrictions).values(created_at=time.time(), **values))
+        await announce(conn, POLICY)
 
 
 async def list_restrictions(db: Database) -> list[dict[str, Any]]:
@@ -27,6 +29,7 @@ async def list_restrictions(db: Database) -> list[dict[str, Any]]:
 async def delete_restriction(db: Database, rule_id: str) -> bool:
     async with db.begin() as conn:
         result = await conn.execute(delete(restrictions).where(restrictions.c.id == rule_id))
+        await announce(conn, POLICY)
     return bool(result.rowcount)
 
 
@@ -36,6 +39,7 @@ async def set_frozen(db: Database, account: str, tool: str, param: str, value: A
             delete(frozen).where(frozen.c.account == account, frozen.c.tool == tool, frozen.c.param == param)
         )
         await conn.execute(insert(frozen).values(account=account, tool=tool, param=param, value=value))
+        await announce(conn, POLICY)
 
 
 async def unset_frozen(db: Database, account: str, tool: str, param: str) -> bool:
@@ -43,6 +47,7 @@ async def unset_frozen(db: Database, account: str, tool: str, param: str) -> boo
         result = await conn.execute(
             delete(frozen).where(frozen.c.account == account, frozen.c.tool == tool, frozen.c.param == param)
         )
+        await announce(conn, POLICY)
     return bool(result.rowcount)
 
 
@@ -58,6 +63,7 @@ async def set_override(db: Database, account: str, tool: str, risk: str) -> None
     async with db.begin() as conn:
         await conn.execute(delete(overrides).where(overrides.c.account == account, overrides.c.tool == tool))
         await conn.execute(insert(overrides).values(account=account, tool=tool, risk=risk))
+        await announce(conn, POLICY)
 
 
 async def list_overrides(db: Database) -> list[dict[str, Any]]:

@@ -23,6 +23,7 @@ __all__ = [
     "approvals",
     "audit",
     "connections",
+    "facts",
     "frozen",
     "grants",
     "handles",
@@ -259,4 +260,12 @@ approvals = Table(
     # the approval is used or declined (an expired one is deleted by housekeeping).
     Column("arguments", Text, nullable=True),
     Index("ix_approvals_member_operation", "member", "operation"),
+)
+
+# Facts about the database itself, by name: the fingerprint of the secret key.
+facts = Table(
+    "facts",
+    metadata,
+    Column("name", String(80), primary_key=True),
+    Column("value", Text, nullable=False),
 )
