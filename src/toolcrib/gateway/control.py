@@ -99,7 +99,7 @@ async def _c_get(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
 @_op(
     "connections",
     "create",
-    "Connect an MCP server (command or url); with oauth, the answer's authorize_url authorizes it.",
+    "Connect an MCP server (command or url); oauth answers an authorize_url.",
     "name connector command:argv url oauth:boolean per_member:boolean client_id client_secret scope",
     "name connector",
 )

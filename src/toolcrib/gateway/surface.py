@@ -38,14 +38,12 @@ SURFACES: dict[str, Surface] = {
 }
 
 _SEARCH_DESCRIPTION = (
-    "Find tools of the organization's connected apps by intent; they are never listed: search, "
-    "then call one with {execute}. Returns up to `limit` cards (name, {handle}, inputs), or none "
-    "when nothing fits."
+    "Find connected tools by intent (they are not listed), then run one with {execute}. "
+    "Returns up to `limit` cards, or none when nothing fits."
 )
 _EXECUTE_DESCRIPTION = (
-    "Run one connected tool found with {search}, named by public name (`account__tool`) or by a "
-    "card's {handle}, with its inputs in `{arguments}`. Errors come back in-band with a code, e.g. "
-    "needs_input lists missing fields."
+    "Run a tool found with {search}, by public name (`account__tool`) or a card's {handle}, its "
+    "inputs in `{arguments}`. Errors come back in-band, each with a code."
 )
 
 
@@ -65,7 +63,7 @@ def meta_tool_definitions(surface: str = "search") -> list[dict[str, Any]]:
     }
     if surface == "search":
         execute_props = {
-            "tool": {"type": "string", "description": "Public name, `account__tool`."},
+            "tool": {"type": "string"},  # the description says what it names
             **execute_props,
         }
     fmt = {"search": s.search, "execute": s.execute, "handle": s.handle_arg, "arguments": s.arguments_arg}
