@@ -57,6 +57,10 @@ __all__ = ["Gateway", "PolicySnapshot", "key_file"]
 
 logger = logging.getLogger(__name__)
 
+_SEARCH_WAITS_FOR_SYNC = 3.0
+"""Seconds a search waits for catalogs its poll found changed elsewhere (the command line, another
+replica) to be installed before answering from the index as it is (encoding a large one takes
+longer; it goes on in the background)."""
 _HOUSEKEEPING = "housekeeping"
 
 
@@ -94,7 +98,7 @@ class Gateway:
         self.index = LiveIndex(self.meaning)
         self.cards = CardCache()
         self._installing = anyio.Lock()  # catalogs are installed one at a time, in call order
-        self._syncing_behind = False  # a search's poll is installing catalogs in the background
+        self._synced: anyio.Event | None = None  # set when a search's background install is done
         self.connections: dict[str, ConnectionRow] = {}
         self.catalogs: dict[str, dict[str, StoredTool]] = {}
         self.listing_bytes: dict[str, int] = {}  # public name -> bytes of its flat tools/list entry
@@ -245,7 +249,8 @@ class Gateway:
         catalog reloaded from the store, and one that is gone is forgotten. With ``wait`` false
         (search), a poll that would queue behind a catalog being installed (encoding a large
         catalog takes seconds) is left to a later call, and the catalogs a poll finds changed are
-        installed in the background: the search answers from the index as it is.
+        installed in the background: the search waits for them at most ``_SEARCH_WAITS_FOR_SYNC``
+        (a small catalog is searchable at once), then answers from the index as it is.
         """
         now = time.monotonic()
         if not force and now - self._last_poll < self.settings.catalog_poll_seconds:
@@ -267,9 +272,14 @@ class Gateway:
             return
         if wait or self._upstreams is None:
             await self._install_from_store(changed)
-        elif not self._syncing_behind:  # a search never waits for a catalog to be encoded
-            self._syncing_behind = True
+            return
+        if self._synced is None:  # none under way: install in the background, a search may not wait
+            synced = self._synced = anyio.Event()
             self._upstreams.run_in_background(lambda: self._install_from_store(changed, behind=True))
+        else:
+            synced = self._synced
+        with anyio.move_on_after(_SEARCH_WAITS_FOR_SYNC):
+            await synced.wait()
 
     async def _install_from_store(self, rows: list[ConnectionRow], *, behind: bool = False) -> None:
         try:
@@ -281,8 +291,9 @@ class Gateway:
             # in the background nothing may escape (it would end the gateway); a later poll retries
             logger.exception("catalog sync: connections changed elsewhere could not be installed")
         finally:
-            if behind:
-                self._syncing_behind = False
+            if behind and self._synced is not None:
+                self._synced.set()
+                self._synced = None
 
     async def purge_expired(self) -> None:
         """Forget action handles and stored results past their lifetime (R-5.10, R-12.3)."""
