@@ -11,7 +11,7 @@ from tests.conftest import Process
 from tests.e2e.mcpclient import connect, error_code, gateway_payload
 from tests.e2e.org import ALL_SCOPES, PREFIX, organization
 
-pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
+pytestmark = [pytest.mark.e2e, pytest.mark.anyio, pytest.mark.usefixtures("on_each_store")]
 
 
 async def test_r10_2_single_admin_tool_runs_operations_by_their_own_schema(

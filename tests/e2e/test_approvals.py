@@ -19,7 +19,7 @@ from toolcrib.gateway import members
 from toolcrib.gateway.core import Gateway
 from toolcrib.store.tables import approvals
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("on_each_store")]
 
 PURGE = "desk__purge_records"
 

@@ -21,7 +21,7 @@ from toolcrib.gateway.connections import add_connection, refresh_connection
 from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.surface import meta_tool_definitions
 
-pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
+pytestmark = [pytest.mark.e2e, pytest.mark.anyio, pytest.mark.usefixtures("on_each_store")]
 
 FIXTURE = [PYTHON, "-m", "tests.fixtures.fixture_server"]
 

@@ -16,7 +16,7 @@ from toolcrib.gateway.execute import execute_tool
 from toolcrib.gateway.members import operator_principal
 from toolcrib.store.tables import audit
 
-pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
+pytestmark = [pytest.mark.e2e, pytest.mark.anyio, pytest.mark.usefixtures("on_each_store")]
 
 MiB = 1024 * 1024
 

@@ -12,7 +12,7 @@ from tests.conftest import Process
 from tests.e2e.mcpclient import connect
 from tests.e2e.org import organization
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("on_each_store")]
 
 LISTED = "toolcrib_surface_estimated_tokens_total"
 

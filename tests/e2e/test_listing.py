@@ -13,7 +13,7 @@ from tests.e2e.mcpclient import connect
 from toolcrib.gateway.connections import add_connection
 from toolcrib.gateway.surface import meta_tool_definitions
 
-pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
+pytestmark = [pytest.mark.e2e, pytest.mark.anyio, pytest.mark.usefixtures("on_each_store")]
 
 
 async def _listing(base: str, token: str) -> bytes:

@@ -11,7 +11,7 @@ import pytest
 
 from tests.e2e.flow import audit_rows, client, desk_gateway, read_marker, wait_for
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("on_each_store")]
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
