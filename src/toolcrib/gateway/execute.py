@@ -41,6 +41,7 @@ from toolcrib.policy.gates import (
     require_tools_scope,
 )
 from toolcrib.policy.restrictions import Decision
+from toolcrib.store.audit import AuditEntry
 from toolcrib.store.connections import ConnectionRow, StoredTool
 from toolcrib.upstream.session import UpstreamSpec
 
@@ -138,16 +139,7 @@ async def _call_audited(
     that cuts the call off closes it ``unknown``, and a process killed mid-call leaves it
     ``pending``, read as ``unknown`` at the next start.
     """
-    entry = await audit.open_entry(
-        gw,
-        principal,
-        account=row.name,
-        connector=row.connector,
-        operation=record.public_name,
-        risk=risk,
-        target=audit.target_id(exact),
-        approved_by=approver,
-    )
+    entry = await _open_row(gw, principal, row, record, risk, exact, approved_by=approver)
     try:
         session = gw.upstreams.session(spec)
         raw = await session.call_tool(record.name, exact, interaction.relay)
@@ -168,6 +160,31 @@ async def _call_audited(
         gw, entry, outcome="error" if is_error else "ok", error_code="tool_error" if is_error else None
     )
     return raw
+
+
+async def _open_row(
+    gw: Gateway,
+    principal: Principal,
+    row: ConnectionRow,
+    record: ExactRecord,
+    risk: str,
+    exact: dict[str, Any],
+    *,
+    approved: bool = True,
+    approved_by: str | None = None,
+) -> AuditEntry:
+    """Open the call's audit row: the account reached, the classification, the target id."""
+    return await audit.open_entry(
+        gw,
+        principal,
+        account=row.name,
+        connector=row.connector,
+        operation=record.public_name,
+        risk=risk,
+        target=audit.target_id(exact),
+        approved=approved,
+        approved_by=approved_by,
+    )
 
 
 async def _approval(
@@ -191,16 +208,7 @@ async def _approval(
             interaction=interaction,
         )
     except (ApprovalDeclined, ApprovalRequired) as exc:
-        entry = await audit.open_entry(
-            gw,
-            principal,
-            account=row.name,
-            connector=row.connector,
-            operation=record.public_name,
-            risk=risk,
-            target=audit.target_id(exact),
-            approved=False,
-        )
+        entry = await _open_row(gw, principal, row, record, risk, exact, approved=False)
         await audit.close_entry(gw, entry, outcome="error", error_code=exc.code)
         raise
 
