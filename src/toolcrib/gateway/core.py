@@ -247,15 +247,18 @@ class Gateway:
         Polls the connections table at most every ``catalog_poll_seconds``; a connection whose
         catalog version, status, label or update time differs from what this process holds has its
         catalog reloaded from the store, and one that is gone is forgotten. With ``wait`` false
-        (search), a poll that would queue behind a catalog being installed (encoding a large
-        catalog takes seconds) is left to a later call, and the catalogs a poll finds changed are
-        installed in the background: the search waits for them at most ``_SEARCH_WAITS_FOR_SYNC``
-        (a small catalog is searchable at once), then answers from the index as it is.
+        (search), the poll runs in the background, behind any catalog being installed (encoding a
+        large one takes seconds), and the caller waits for it at most ``_SEARCH_WAITS_FOR_SYNC``: a
+        small catalog is searchable at once, a large one once installed, and the search meanwhile
+        answers from the index as it is.
         """
         now = time.monotonic()
         if not force and now - self._last_poll < self.settings.catalog_poll_seconds:
             return
-        if not wait and self._installing.locked():
+        if not wait and self._upstreams is not None:
+            synced = self._synced or self._poll_behind(self._upstreams)
+            with anyio.move_on_after(_SEARCH_WAITS_FOR_SYNC):
+                await synced.wait()
             return
         self._last_poll = now
         rows = {row.name: row for row in await conn_store.list_connections(self.db)}
@@ -263,37 +266,26 @@ class Gateway:
             await self.forget_connection(name)
             if self._upstreams is not None:
                 await self._upstreams.discard(name)
-        changed = [
-            row
-            for name, row in rows.items()
-            if (held := self.connections.get(name)) is None or _version(held) != _version(row)
-        ]
-        if not changed:
-            return
-        if wait or self._upstreams is None:
-            await self._install_from_store(changed)
-            return
-        if self._synced is None:  # none under way: install in the background, a search may not wait
-            synced = self._synced = anyio.Event()
-            self._upstreams.run_in_background(lambda: self._install_from_store(changed, behind=True))
-        else:
-            synced = self._synced
-        with anyio.move_on_after(_SEARCH_WAITS_FOR_SYNC):
-            await synced.wait()
+        for name, row in rows.items():
+            held = self.connections.get(name)
+            if held is None or _version(held) != _version(row):
+                await self.install_catalog(row, await conn_store.load_catalog(self.db, name))
 
-    async def _install_from_store(self, rows: list[ConnectionRow], *, behind: bool = False) -> None:
-        try:
-            for row in rows:
-                await self.install_catalog(row, await conn_store.load_catalog(self.db, row.name))
-        except Exception:
-            if not behind:
-                raise
-            # in the background nothing may escape (it would end the gateway); a later poll retries
-            logger.exception("catalog sync: connections changed elsewhere could not be installed")
-        finally:
-            if behind and self._synced is not None:
-                self._synced.set()
+    def _poll_behind(self, upstreams: Upstreams) -> anyio.Event:
+        """Start one poll in the background (one at a time); the event is set when it is done."""
+        synced = self._synced = anyio.Event()
+
+        async def poll() -> None:
+            try:
+                await self.sync_from_store(force=True)
+            except Exception:  # nothing may escape a background task (it would end the gateway)
+                logger.exception("catalog sync: connections changed elsewhere could not be installed")
+            finally:
                 self._synced = None
+                synced.set()
+
+        upstreams.run_in_background(poll)
+        return synced
 
     async def purge_expired(self) -> None:
         """Forget action handles and stored results past their lifetime (R-5.10, R-12.3)."""
