@@ -80,7 +80,7 @@ def run_gateway(
     settings = settings_for(database, **overrides)
 
     async def main() -> T:
-        async with Gateway.open(settings) as gw:
+        async with Gateway.open(settings, follow_changes=False) as gw:
             return await work(gw)
 
     # A command is its own server side: an incident's traceback goes to its stderr under the id the

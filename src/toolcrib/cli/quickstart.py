@@ -39,7 +39,7 @@ def _server(name: str) -> str | None:
 
 
 async def _prepare(settings: Settings, state: Path) -> dict[str, str]:
-    async with Gateway.open(settings) as gw:
+    async with Gateway.open(settings, follow_changes=False) as gw:
         out: dict[str, str] = {}
         listed = await members.list_members(gw)
         if not any(m.role == "owner" for m in listed):

@@ -117,11 +117,14 @@ class Gateway:
         *,
         clock: Callable[[], float] = time.time,
         load_encoder: Callable[[], tuple[Encoder | None, str | None]] = packaged_encoder,
+        follow_changes: bool = True,
     ) -> AsyncIterator[Gateway]:
         """Open the database (migrating it), load catalogs, and run upstream sessions until exit.
 
         The encoder of the meaning channel is loaded in a worker thread (``load_encoder`` replaces
         the packaged one's loader); when it cannot load, search runs on words (R-5.8).
+        ``follow_changes`` false: no listener for other processes' changes (a one-shot command
+        has nothing to reload, and one cut off at exit mid-query made psycopg warn on stderr).
         """
         db = Database(settings.database_url, busy_seconds=settings.store_busy_seconds)
         try:
@@ -159,7 +162,8 @@ class Gateway:
                 gateway._upstreams = upstreams
                 upstreams.run_in_background(gateway._heartbeat)
                 upstreams.run_in_background(gateway._housekeeping)
-                upstreams.run_in_background(gateway._follow_changes)
+                if follow_changes:
+                    upstreams.run_in_background(gateway._follow_changes)
                 try:
                     yield gateway
                 finally:
