@@ -92,8 +92,7 @@ def connections_add(
         "scope": scope,
         "per_member": per_member,
     }
-    settings = {k: v for k, v in client.items() if v}
-    oauth_value: bool | dict[str, Any] | None = (settings or True) if oauth or settings else None
+    oauth_value = connections.oauth_option(oauth, client)
 
     async def work(gw: Gateway) -> dict[str, Any]:
         row = await connections.add_connection(

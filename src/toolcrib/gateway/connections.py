@@ -34,6 +34,7 @@ __all__ = [
     "add_connection",
     "connection_view",
     "list_connections",
+    "oauth_option",
     "refresh_connection",
     "remove_connection",
     "sync_connection",
@@ -52,6 +53,13 @@ def _require_stdio_allowed(gw: Gateway, actor: Principal | None, stdio: bool) ->
             "a stdio connection runs a command on the gateway's host: add it with the command line "
             "there (or set TOOLCRIB_ALLOW_REMOTE_STDIO); over MCP and REST, connect a URL"
         )
+
+
+def oauth_option(oauth: bool | None, client: Mapping[str, Any]) -> bool | dict[str, Any] | None:
+    """``add_connection``'s ``oauth`` from a face's flag and client fields (``client_id``,
+    ``client_secret``, ``scope``, ``per_member``): any field set implies OAuth."""
+    given = {k: v for k, v in client.items() if v}
+    return (given or True) if oauth or given else None
 
 
 async def add_connection(

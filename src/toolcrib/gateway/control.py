@@ -104,14 +104,14 @@ async def _c_get(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
     "name connector",
 )
 async def _c_create(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
-    client = {k: a[k] for k in ("client_id", "client_secret", "scope", "per_member") if a.get(k)}
+    client = {k: a.get(k) for k in ("client_id", "client_secret", "scope", "per_member")}
     row = await connections.add_connection(
         gw,
         a["name"],
         connector=a["connector"],
         command=a.get("command"),
         url=a.get("url"),
-        oauth=(client or True) if a.get("oauth") or client else None,
+        oauth=connections.oauth_option(a.get("oauth"), client),
         actor=p,
     )
     return connections.connection_view(row)
