@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
@@ -180,9 +181,32 @@ async def _require_reach(gw: Gateway, actor: Principal | None, d: Definition) ->
         raise Restricted(f"connecting {d.connector!r} is withheld by a restriction")
 
 
+_SpecKey = tuple[str, tuple[str, ...], str | None, str | None]
+_specs: weakref.WeakKeyDictionary[Gateway, dict[str, tuple[_SpecKey, UpstreamSpec]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
 def spec_of(gw: Gateway, row: ConnectionRow, member: str = "") -> UpstreamSpec:
     """How to reach ``row`` (on ``member``'s own grant when it has one per member); free text about
-    it is redacted like its results (R-13.3)."""
+    it is redacted like its results (R-13.3).
+
+    Every call asks for its connection's spec (#12): the spec of a connection without OAuth is kept
+    until the row's transport, command, URL or sealed secrets change, so its secrets are not
+    unsealed on every call. An OAuth connection's spec is built afresh: its tokens change."""
+    if row.auth in oauth.MODES:
+        return _spec(gw, row, member)
+    key: _SpecKey = (row.transport, tuple(row.command or ()), row.url, row.secrets)
+    held = _specs.setdefault(gw, {})
+    found = held.get(row.name)
+    if found is not None and found[0] == key:
+        return found[1]
+    spec = _spec(gw, row, member)
+    held[row.name] = (key, spec)
+    return spec
+
+
+def _spec(gw: Gateway, row: ConnectionRow, member: str) -> UpstreamSpec:
     secrets: dict[str, Any] = gw.box.open(row.secrets) or {}
     spec = UpstreamSpec(
         name=row.name,
