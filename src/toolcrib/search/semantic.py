@@ -76,8 +76,12 @@ class MeaningChannel:
             self._rows[slot] = 0.0
 
     def cosine(self, query: Matrix, size: int) -> Vector:
-        """Cosine of the query's unit vector with every slot (0 for empty slots)."""
+        """Cosine of the query's unit vector with every slot (0 for empty slots), to 6 decimals.
+
+        A matrix product may round identical rows differently in their last bits, by where they
+        sit in the matrix; rounded, identical tools (one server in two accounts) get identical
+        cosines, so the same features, and R-5.6 orders them by name."""
         out = np.zeros(size)
         rows = min(size, len(self._rows))
         out[:rows] = self._rows[:rows] @ query
-        return out
+        return np.round(out, 6)
