@@ -25,15 +25,16 @@ from rich.table import Table
 from _catalog import DATA, OUT
 from toolcrib.search.fitting import KEEP, collect, cross_validate, fit, load
 from toolcrib.search.semantic import load_encoder
+from toolcrib.search.vectors import MODEL_ID
 
 GATE_JSON = Path(__file__).resolve().parents[1] / "src" / "toolcrib" / "search" / "model" / "gate.json"
 
 
 class CachedEncoder:
-    """The real encoder behind a file cache of its vectors (bench/out/vectors.npz), by text hash,
-    so that refitting does not re-encode ~3,500 unchanged texts."""
+    """The real encoder behind a file cache of its vectors (bench/out/vectors-MODEL_ID.npz), by text
+    hash, so that refitting does not re-encode ~3,500 unchanged texts; another model, another file."""
 
-    path = OUT / "vectors.npz"
+    path = OUT / f"vectors-{MODEL_ID}.npz"
 
     def __init__(self, encoder: Any) -> None:
         self._encoder = encoder
@@ -49,7 +50,9 @@ class CachedEncoder:
             for (key, _), vector in zip(missing, self._encoder.encode([t for _, t in missing]), strict=True):
                 self._cache[key] = vector
             OUT.mkdir(exist_ok=True)
-            np.savez(self.path, **self._cache)
+            partial = self.path.with_suffix(".partial.npz")  # a run cut off mid-write leaves no torn cache
+            np.savez(partial, **self._cache)
+            partial.replace(self.path)
         return np.stack([self._cache[k] for k in keys]) if keys else np.zeros((0, 384), dtype=np.float32)
 
 

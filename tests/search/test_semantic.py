@@ -28,9 +28,11 @@ def test_r5_8_the_default_install_loads_the_packaged_model() -> None:
 
 def test_r5_8_int8_model_stays_close_to_the_float_reference(model: MiniLM) -> None:
     # First values of sentence-transformers' float all-MiniLM-L6-v2 for this sentence (measured
-    # once); the int8 weights move them by a few thousandths.
+    # once). The int8 weights moved them by up to 5e-3; multiplying in int8 as well (the
+    # activations quantized too, search/int8.py) moves them by up to 8e-3 (#9). What this guards,
+    # search quality, is held by the cross-validated gate (test_quality_gate.py), measured again.
     vector = model.encode(["A man is eating food."])[0]
-    assert np.allclose(vector[:4], [0.033242, 0.004406, -0.006277, 0.048379], atol=5e-3)
+    assert np.allclose(vector[:4], [0.033242, 0.004406, -0.006277, 0.048379], atol=1e-2)
     assert abs(float(np.linalg.norm(vector)) - 1.0) < 1e-5
 
 
@@ -87,7 +89,7 @@ def test_r5_8_meaning_finds_a_paraphrase_words_alone_miss() -> None:
     assert result.not_connected == ["dropbox"]
 
 
-def test_r5_8_length_bucketed_batches_match_one_text_at_a_time(model: MiniLM) -> None:
+def test_r5_8_a_text_encoded_with_others_gets_the_vector_it_gets_alone(model: MiniLM) -> None:
     texts = [
         "ping",
         "Get current time in a specific timezone",
