@@ -94,3 +94,29 @@ def test_step12_error_messages_are_sanitized_and_bounded() -> None:
     [error] = _errors(record, {"a": "nope"})
     assert "password" not in error["message"]
     assert len(error["message"]) <= 200
+
+
+def test_step12_a_schema_is_checked_and_compiled_once_then_its_validator_is_held(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from toolcrib.catalog import validation
+
+    schema = {"type": "object", "properties": {"n": {"type": "integer", "minimum": 1}}, "x-held": 1}
+    built: list[object] = []
+    real = validation.validator_class
+
+    def counting(s: Any) -> Any:
+        built.append(s)
+        return real(s)
+
+    monkeypatch.setattr(validation, "validator_class", counting)
+    first, second = _raw_record(schema), _raw_record(dict(schema))
+    validate_arguments(first, {"n": 3})
+    once = len(built)
+    for _ in range(3):
+        validate_arguments(first, {"n": 3})
+    assert [e["pointer"] for e in _errors(second, {"n": 0})] == ["/n"]  # same schema: same validator
+    assert len(built) == once
+    other = _raw_record({**schema, "x-held": 2})
+    validate_arguments(other, {"n": 5})
+    assert len(built) > once

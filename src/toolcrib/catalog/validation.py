@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import itertools
 import json
+from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
@@ -76,10 +77,9 @@ def validate_arguments(record: ExactRecord, arguments: Mapping[str, Any]) -> Non
     Raises :class:`InvalidArguments` with at most :data:`MAX_ERRORS` errors, each a JSON
     pointer and a message; a schema that cannot be used answers one clear error instead.
     """
-    problem = schema_problem(record.input_schema)
-    if problem:
-        raise InvalidArguments(f"the tool's input schema is {problem}; the call was not sent")
-    validator = validator_class(record.input_schema)(record.input_schema, registry=_REGISTRY)
+    validator = _validator(record.schema_hash, record.input_schema)
+    if isinstance(validator, str):
+        raise InvalidArguments(f"the tool's input schema is {validator}; the call was not sent")
     try:
         errors = list(itertools.islice(validator.iter_errors(dict(arguments)), MAX_ERRORS))
     except (Unresolvable, RecursionError) as exc:
@@ -92,6 +92,29 @@ def validate_arguments(record: ExactRecord, arguments: Mapping[str, Any]) -> Non
         raise InvalidArguments(
             f"{len(errors)} argument error(s)", errors=[_describe(e, aliases) for e in errors]
         )
+
+
+_VALIDATORS: OrderedDict[str, Validator | str] = OrderedDict()
+_VALIDATORS_HELD = 4096
+
+
+def _validator(digest: str, schema: Mapping[str, Any]) -> Validator | str:
+    """The validator of a schema, or why it cannot validate, held by the schema's hash (#12).
+
+    Every call validates; building a validator (and checking the schema, which serializes it)
+    cost ~0.4 ms per call for a 300-parameter tool, against ~25 µs to apply a held one. A
+    validator holds no state between validations. The newest 4,096 schemas are held.
+    """
+    found = _VALIDATORS.get(digest)
+    if found is not None:
+        _VALIDATORS.move_to_end(digest)
+        return found
+    problem = schema_problem(schema)
+    made: Validator | str = problem or validator_class(schema)(schema, registry=_REGISTRY)
+    _VALIDATORS[digest] = made
+    if len(_VALIDATORS) > _VALIDATORS_HELD:
+        _VALIDATORS.popitem(last=False)
+    return made
 
 
 def _describe(error: ValidationError, aliases: Mapping[str, str]) -> dict[str, str]:
