@@ -94,8 +94,9 @@ class MiniLM:
             from tokenizers import Tokenizer
         except ImportError as exc:  # pragma: no cover - a dependency of toolcrib
             raise EncoderUnavailable(f"{exc.name} is not installed") from exc
-        if importlib.util.find_spec("onnxruntime") is None:  # pragma: no cover - a dependency
-            raise EncoderUnavailable("onnxruntime is not installed")
+        for needed in ("onnxruntime", "onnx"):  # running the model; rewriting it (search/int8.py)
+            if importlib.util.find_spec(needed) is None:  # pragma: no cover - dependencies
+                raise EncoderUnavailable(f"{needed} is not installed")
         self._model, self._threads = _checked(model, MODEL_SHA256), threads
         self._tokenizer = Tokenizer.from_file(str(_checked(tokenizer, TOKENIZER_SHA256)))
         self._tokenizer.enable_truncation(max_length=_MAX_TOKENS)
