@@ -4,6 +4,8 @@ Same run, same machine, loopback only:
 
 - HTTP: an SDK client straight to the fixture server (``--http PORT``, tool ``echo_message``)
   against the same call through a real ``toolcrib serve`` subprocess, ``execute_tool`` by handle;
+- the floor: the same direct client through a bare forwarder (``bench/_forwarder.py``: uvicorn and
+  one httpx2 client, no SDK, no database), what any gateway on this Python stack costs at least;
 - sequential p50/p90/p99 over ``--calls`` calls; throughput of 16 and 64 clients for
   ``--seconds`` each; the gateway's CPU (utime+stime from /proc) per call; errors; the exact audit
   row count after the concurrent runs; a 50 clients x 20 calls burst (1,000 rows, 0 errors);
@@ -277,6 +279,38 @@ def _start_fixture() -> tuple[subprocess.Popen[bytes], str]:
     return proc, f"http://127.0.0.1:{port}/mcp"
 
 
+def _start_forwarder(upstream: str) -> tuple[subprocess.Popen[bytes], str]:
+    """The floor (bench/_forwarder.py): a bare uvicorn + httpx2 forwarder to ``upstream``."""
+    port = _free_port()
+    cmd = [PYTHON, str(ROOT / "bench" / "_forwarder.py"), "--port", str(port), "--upstream", upstream]
+    quiet = subprocess.DEVNULL
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=_env(), stdout=quiet, stderr=quiet)
+    try:
+        _wait_http(f"http://127.0.0.1:{port}/healthz", proc)
+    except BaseException:
+        _stop(proc)
+        raise
+    return proc, f"http://127.0.0.1:{port}/mcp"
+
+
+async def _floor_side(url: str, pid: int, args: argparse.Namespace) -> dict[str, Any]:
+    """Sequential and 16 clients through the bare forwarder, with its CPU per call."""
+    open_call = _direct_http(url)
+    out: dict[str, Any] = {}
+    async with open_call() as call:
+        cpu0 = _cpu_seconds(pid)
+        out["sequential"] = await _sequential(call, args.calls)
+        out["sequential"]["gateway_cpu_ms_per_call"] = round(
+            (_cpu_seconds(pid) - cpu0) * 1000 / (args.calls + 10), 2
+        )
+    async with _many(open_call, 16) as calls:
+        cpu0 = _cpu_seconds(pid)
+        run = await _concurrent(calls, seconds=args.seconds, each=None)
+        run["gateway_cpu_ms_per_call"] = round((_cpu_seconds(pid) - cpu0) * 1000 / max(1, run["calls"]), 2)
+        out["clients_16"] = run
+    return out
+
+
 def _time_server() -> list[str]:
     found = shutil.which("mcp-server-time") or str(Path(PYTHON).parent / "mcp-server-time")
     return [found]
@@ -339,6 +373,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 return int(conn.execute("SELECT count(*) FROM audit").fetchone()[0])
 
         report["direct"] = await _side(_direct_http(upstream), args, None, None)
+        floor, floor_url = _start_forwarder(upstream)
+        try:
+            report["floor"] = await _floor_side(floor_url, floor.pid, args)
+        finally:
+            _stop(floor)
         through = _through_gateway(base, token, handle, {"message": "hello"})
         report["toolcrib"] = await _side(through, args, gateway.pid, rows)
         report["startup"]["rss_after_load_mb"] = round(_rss_mb(gateway.pid), 1)
@@ -387,8 +426,11 @@ def _contextforge_note() -> dict[str, str]:
 
 def _ratios(r: dict[str, Any]) -> dict[str, float]:
     d, t = r["direct"], r["toolcrib"]
+    f = r["floor"]
     return {
         "p50_sequential": round(t["sequential"]["p50_ms"] / d["sequential"]["p50_ms"], 2),
+        "floor_p50_sequential": round(f["sequential"]["p50_ms"] / d["sequential"]["p50_ms"], 2),
+        "floor_throughput_16": round(f["clients_16"]["calls_per_s"] / d["clients_16"]["calls_per_s"], 2),
         "throughput_16": round(t["clients_16"]["calls_per_s"] / d["clients_16"]["calls_per_s"], 2),
         "throughput_64": round(t["clients_64"]["calls_per_s"] / d["clients_64"]["calls_per_s"], 2),
         "burst_p99_over_p50": round(t["burst_50x20"]["p99_ms"] / t["burst_50x20"]["p50_ms"], 2),
@@ -410,6 +452,15 @@ def table(r: dict[str, Any]) -> str:
             f"| {name} | {s['p50_ms']} | {s['p90_ms']} | {s['p99_ms']} | {c16['calls_per_s']} "
             f"| {c64['calls_per_s']} | {cpu} | {errors} | {rows} |"
         )
+        if name == "direct":
+            f = r["floor"]
+            fs, f16 = f["sequential"], f["clients_16"]
+            lines.append(
+                f"| floor: bare forwarder (uvicorn + httpx2, no SDK, no database) | {fs['p50_ms']} "
+                f"| {fs['p90_ms']} | {fs['p99_ms']} | {f16['calls_per_s']} | - "
+                f"| {fs['gateway_cpu_ms_per_call']} / {f16['gateway_cpu_ms_per_call']} "
+                f"| {f16['errors']} | - |"
+            )
     b, st = t["burst_50x20"], r["startup"]
     lines += [
         "",
