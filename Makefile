@@ -23,8 +23,8 @@ run: install ## set up a demo organization with real MCP servers and serve it
 	@echo "==> setting up the demo organization in $(DB) (connecting real MCP servers)"
 	$(BIN)/toolcrib quickstart --database $(DB) --port $(PORT)
 
-test: install ## the whole test suite
-	$(BIN)/pytest -q
+test: install ## the whole test suite (two worker processes, one test file each at a time)
+	$(BIN)/pytest -q -n 2 --dist loadfile
 
 check: install ## formatting, lint and strict typing
 	$(BIN)/ruff format --check src tests bench

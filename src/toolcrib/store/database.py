@@ -9,7 +9,8 @@ On SQLite a transaction opened with ``begin()`` is ``BEGIN IMMEDIATE``: it takes
 it starts, where waiting and retrying are safe because nothing has run yet, instead of upgrading a
 read snapshot half-way (which SQLite refuses at once with "database is locked" when another
 connection wrote meanwhile). ``read()`` opens a plain deferred transaction for read-only work, which
-runs beside a writer.
+runs beside a writer. On SQLite a cancellation never cuts a statement short: it takes effect between
+statements (``_WholeStatements``).
 """
 
 from __future__ import annotations
@@ -19,13 +20,14 @@ import hashlib
 import logging
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, TypeVar
 
 import anyio
+import anyio.lowlevel
 from sqlalchemy import Connection, event, inspect, text
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
@@ -225,7 +227,7 @@ class Database:
         """One connect-and-begin, shielded: a cancellation cannot leave a connection half-opened
         (checked out of the pool, or holding SQLite's write lock, with no one to close it)."""
         with anyio.CancelScope(shield=True):
-            conn = await self.engine.connect()
+            conn = await (_WholeStatements(self.engine) if self.is_sqlite else self.engine.connect())
             try:
                 if self.is_sqlite:
                     conn = await conn.execution_options(**{_BEGIN_OPTION: begin})
@@ -358,6 +360,41 @@ class Database:
         for conn in raw:
             conn.close()
         await self.engine.dispose()
+
+
+class _WholeStatements(AsyncConnection):
+    """A SQLite connection whose statements, once sent, are waited for to the end; a cancellation
+    takes effect just after the statement, between two, where nothing is in flight.
+
+    aiosqlite runs each statement to completion in the connection's thread whatever the caller
+    does, so the wait is bounded by the statement itself (a lock is waited for at most SQLite's
+    busy timeout). Cut short, it made SQLAlchemy invalidate the connection and close it in a task of
+    its own that no one awaits; cancelled in turn, that task could wait forever on the connection's
+    stopped thread, and closing the event loop then hung (#11).
+    """
+
+    __slots__ = ()
+
+    async def execute(self, *args: Any, **kwargs: Any) -> Any:
+        return await _whole(super().execute(*args, **kwargs))
+
+    async def exec_driver_sql(self, *args: Any, **kwargs: Any) -> Any:
+        return await _whole(super().exec_driver_sql(*args, **kwargs))
+
+    async def run_sync(self, *args: Any, **kwargs: Any) -> Any:
+        return await _whole(super().run_sync(*args, **kwargs))
+
+    async def commit(self) -> None:
+        with anyio.CancelScope(shield=True):  # no checkpoint after it: what committed is not undone
+            await super().commit()
+
+
+async def _whole(statement: Awaitable[T]) -> T:
+    """``statement`` waited for to its end; a pending cancellation is raised right after it."""
+    with anyio.CancelScope(shield=True):
+        result = await statement
+    await anyio.lowlevel.checkpoint_if_cancelled()
+    return result
 
 
 async def _quietly_rollback(conn: AsyncConnection) -> None:
