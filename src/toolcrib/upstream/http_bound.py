@@ -19,7 +19,7 @@ from typing import Any
 import httpx2
 from mcp_types.jsonrpc import PARSE_ERROR
 
-__all__ = ["MessageTooLarge", "bound_json_responses", "is_bounded_refusal"]
+__all__ = ["BodyBroken", "MessageTooLarge", "bound_json_responses", "is_bounded_refusal"]
 
 _MARK = "[toolcrib:too_large]"
 
@@ -29,6 +29,14 @@ class MessageTooLarge(httpx2.StreamError):
 
     def __init__(self, size: int, limit: int) -> None:
         super().__init__(f"{_MARK} the upstream's answer of at least {size} bytes is over {limit} bytes")
+
+
+class BodyBroken(httpx2.StreamError):
+    """The connection broke while an answer's body was read: a stream error, which the SDK turns
+    into an error of that one request, not an end of the whole session (see ``http_client``)."""
+
+    def __init__(self, cause: Exception) -> None:
+        super().__init__(f"the connection broke while the answer was read ({type(cause).__name__})")
 
 
 class _BoundedStream(httpx2.AsyncByteStream):
@@ -41,11 +49,14 @@ class _BoundedStream(httpx2.AsyncByteStream):
         if self._declared is not None and self._declared > self._limit:
             raise MessageTooLarge(self._declared, self._limit)
         size = 0
-        async for chunk in self._inner:
-            size += len(chunk)
-            if size > self._limit:
-                raise MessageTooLarge(size, self._limit)
-            yield chunk
+        try:
+            async for chunk in self._inner:
+                size += len(chunk)
+                if size > self._limit:
+                    raise MessageTooLarge(size, self._limit)
+                yield chunk
+        except (httpx2.NetworkError, httpx2.ProtocolError, httpx2.TimeoutException) as exc:
+            raise BodyBroken(exc) from exc
 
     async def aclose(self) -> None:
         await self._inner.aclose()

@@ -39,6 +39,7 @@ from toolcrib.errors import (
 )
 from toolcrib.upstream.framing import is_too_large
 from toolcrib.upstream.http_bound import bound_json_responses, is_bounded_refusal
+from toolcrib.upstream.http_client import UpstreamHttpClient
 from toolcrib.upstream.oauth import OAuthBinding, session_auth
 from toolcrib.upstream.relay import OUTSIDE_CALL, CallRelay, current_call
 from toolcrib.upstream.stdio import stdio_transport
@@ -370,7 +371,7 @@ class UpstreamSession:
         def auth_needed() -> None:
             self._auth_needed = True
 
-        http = httpx2.AsyncClient(
+        http = UpstreamHttpClient(
             auth=session_auth(spec.oauth, spec.url or "", auth_needed) if spec.oauth else None,
             headers={"Accept-Encoding": "identity", **spec.headers},
             timeout=httpx2.Timeout(self._call_timeout, read=None),

@@ -1,0 +1,75 @@
+"""The HTTP client of an upstream session: one request's broken connection fails that request only.
+
+The SDK's Streamable HTTP client sends each request as a POST of its own, in a task of its own, in
+one task group per session: an exception from one POST (the server closed the connection without
+an answer, a reset mid-request) ends that task group, so every call in flight on the session failed
+with "connection closed" and the session was started again. With 50 callers on one upstream, the
+one POST that met a closed connection took all 50 calls down (#12: an upstream stalled for ~6 s
+while 50 clients called it failed 1,404 of 1,500 calls).
+
+:class:`UpstreamHttpClient` answers such a POST itself, for that request alone: a 502 whose body is
+the JSON-RPC error of that request id, which the SDK hands to that request's caller (the way it
+hands back any error a server answers with). The other calls, and the session, go on. Failures to
+*connect* are not contained: the server is not there, and the session's own restart and back-off
+handle that (R-13.2). A body that breaks while it is read is contained by ``http_bound``'s stream.
+
+Idle connections are also let go sooner than servers usually close them (``KEEPALIVE_SECONDS``
+against uvicorn's 5 s), so a request is not sent on a connection the server is closing just then.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx2
+from mcp_types.jsonrpc import INTERNAL_ERROR
+
+__all__ = ["KEEPALIVE_SECONDS", "UpstreamHttpClient"]
+
+KEEPALIVE_SECONDS = 2.0
+"""How long an idle connection to an upstream is kept: under the 5 s after which uvicorn (most
+Python MCP servers) closes one, so the two never race over the same idle connection."""
+
+_CONTAINED = (
+    httpx2.ProtocolError,  # e.g. "Server disconnected without sending a response"
+    httpx2.ReadError,
+    httpx2.WriteError,
+    httpx2.CloseError,
+    httpx2.ReadTimeout,
+    httpx2.WriteTimeout,
+    httpx2.PoolTimeout,
+)
+
+
+class UpstreamHttpClient(httpx2.AsyncClient):
+    """An ``httpx2.AsyncClient`` whose broken JSON-RPC request POSTs answer for themselves."""
+
+    def __init__(self, **options: Any) -> None:
+        options.setdefault("limits", httpx2.Limits(keepalive_expiry=KEEPALIVE_SECONDS))
+        super().__init__(**options)
+
+    async def send(self, request: httpx2.Request, **options: Any) -> httpx2.Response:
+        try:
+            return await super().send(request, **options)
+        except _CONTAINED as exc:
+            answer = _failed_request(request, exc)
+            if answer is None:
+                raise
+            return answer
+
+
+def _failed_request(request: httpx2.Request, exc: Exception) -> httpx2.Response | None:
+    """A 502 carrying the JSON-RPC error of the request ``request`` POSTed, or None when it was no
+    JSON-RPC request (a notification has no caller to answer; other traffic is not ours)."""
+    if request.method != "POST":
+        return None
+    try:
+        message = json.loads(request.content)
+    except (ValueError, httpx2.RequestNotRead):
+        return None
+    if not isinstance(message, dict) or "method" not in message or message.get("id") is None:
+        return None
+    reason = f"the connection broke before the server answered ({type(exc).__name__})"
+    body = {"jsonrpc": "2.0", "id": message["id"], "error": {"code": INTERNAL_ERROR, "message": reason}}
+    return httpx2.Response(502, json=body, request=request)
