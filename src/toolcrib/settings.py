@@ -55,6 +55,11 @@ class Settings(BaseSettings):
     """Browser ``Origin`` values allowed to call ``/mcp`` (DNS-rebinding protection). Requests with
     any other ``Origin`` are refused; requests without one (non-browser clients) are allowed."""
 
+    http_keep_alive_seconds: int = Field(default=75, ge=1, le=3600)
+    """How long an idle client connection is kept open. Longer than the 5 s after which common HTTP
+    clients (httpx, the MCP SDK's) drop theirs, so the client lets go first: a server closing a
+    connection just as a client sends a request on it would fail that request (#12)."""
+
     max_body_bytes: int = 4 * 1024 * 1024
     """Largest accepted request body on every route (R-2.4: 4 MiB). A larger one is answered 413
     ``too_large`` as soon as its declared length or the bytes received so far pass it."""

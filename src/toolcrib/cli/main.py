@@ -102,7 +102,13 @@ def serve(
 
         serve_workers(settings, workers)
         return
-    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="warning")
+    uvicorn.run(
+        create_app(settings),
+        host=settings.host,
+        port=settings.port,
+        log_level="warning",
+        timeout_keep_alive=settings.http_keep_alive_seconds,
+    )
 
 
 @app.command()

@@ -43,4 +43,5 @@ def serve_workers(settings: Settings, workers: int) -> None:
         host=settings.host,
         port=settings.port,
         log_level="warning",
+        timeout_keep_alive=settings.http_keep_alive_seconds,
     )
