@@ -15,11 +15,14 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
+import httpx2
 import pytest
 from anyio.abc import SocketStream
+from mcp_types.jsonrpc import INTERNAL_ERROR
 
 from tests.conftest import Process
 from toolcrib.errors import UpstreamError
+from toolcrib.upstream.http_client import _failed_request
 from toolcrib.upstream.session import UpstreamSpec
 from toolcrib.upstream.supervisor import Upstreams
 
@@ -111,3 +114,30 @@ async def _calls_through(upstreams: Upstreams, proxy: str) -> None:
     assert sorted(answered) == sorted(f"call {n}" for n in range(CALLS))
     assert session.running
     assert (await session.call_tool("add_numbers", {"a": 2, "b": 2}))["structuredContent"] == {"sum": 4.0}
+
+
+@pytest.mark.parametrize(
+    ("message", "status"),
+    [
+        ({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {}}, 502),
+        ({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {}}, 202),
+        ({"jsonrpc": "2.0", "id": 3, "result": {}}, 202),
+    ],
+    ids=["request", "notification", "response"],
+)
+def test_r13_2_a_broken_post_answers_its_request_and_loses_no_session_over_a_notification(
+    message: dict[str, Any], status: int
+) -> None:
+    request = httpx2.Request("POST", "http://127.0.0.1:9/mcp", json=message)
+    answer = _failed_request(request, httpx2.ReadError("reset"))
+    assert answer is not None
+    assert answer.status_code == status
+    if status == 502:
+        assert answer.json()["id"] == 7
+        assert answer.json()["error"]["code"] == INTERNAL_ERROR
+
+
+def test_r13_2_traffic_that_is_no_json_rpc_post_is_not_contained() -> None:
+    assert _failed_request(httpx2.Request("GET", "http://127.0.0.1:9/mcp"), httpx2.ReadError("x")) is None
+    other = httpx2.Request("POST", "http://127.0.0.1:9/token", content=b"grant_type=refresh_token")
+    assert _failed_request(other, httpx2.ReadError("x")) is None

@@ -20,12 +20,15 @@ against uvicorn's 5 s), so a request is not sent on a connection the server is c
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 import httpx2
 from mcp_types.jsonrpc import INTERNAL_ERROR
 
 __all__ = ["KEEPALIVE_SECONDS", "UpstreamHttpClient"]
+
+logger = logging.getLogger(__name__)
 
 KEEPALIVE_SECONDS = 2.0
 """How long an idle connection to an upstream is kept: under the 5 s after which uvicorn (most
@@ -43,7 +46,8 @@ _CONTAINED = (
 
 
 class UpstreamHttpClient(httpx2.AsyncClient):
-    """An ``httpx2.AsyncClient`` whose broken JSON-RPC request POSTs answer for themselves."""
+    """An ``httpx2.AsyncClient`` whose JSON-RPC POSTs answer for themselves when their connection
+    breaks (see ``_failed_request``)."""
 
     def __init__(self, **options: Any) -> None:
         options.setdefault("limits", httpx2.Limits(keepalive_expiry=KEEPALIVE_SECONDS))
@@ -60,16 +64,24 @@ class UpstreamHttpClient(httpx2.AsyncClient):
 
 
 def _failed_request(request: httpx2.Request, exc: Exception) -> httpx2.Response | None:
-    """A 502 carrying the JSON-RPC error of the request ``request`` POSTed, or None when it was no
-    JSON-RPC request (a notification has no caller to answer; other traffic is not ours)."""
+    """What to hand the SDK for a JSON-RPC POST whose connection broke, or None when ``request``
+    carried no JSON-RPC message (other traffic is not contained).
+
+    A request gets a 502 carrying its JSON-RPC error, which reaches its caller; a notification or
+    a response to the server has no caller to tell, and gets 202 (what the server would have
+    answered): it is lost as it would have been, but the session is not.
+    """
     if request.method != "POST":
         return None
     try:
         message = json.loads(request.content)
     except (ValueError, httpx2.RequestNotRead):
         return None
-    if not isinstance(message, dict) or "method" not in message or message.get("id") is None:
+    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
         return None
+    if "method" not in message or message.get("id") is None:
+        logger.info("an upstream message was lost with its connection (%s)", type(exc).__name__)
+        return httpx2.Response(202, request=request)
     reason = f"the connection broke before the server answered ({type(exc).__name__})"
     body = {"jsonrpc": "2.0", "id": message["id"], "error": {"code": INTERNAL_ERROR, "message": reason}}
     return httpx2.Response(502, json=body, request=request)
