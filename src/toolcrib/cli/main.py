@@ -108,6 +108,7 @@ def serve(
         port=settings.port,
         log_level="warning",
         timeout_keep_alive=settings.http_keep_alive_seconds,
+        ws="none",  # no WebSocket route: its protocol modules are not even imported
     )
 
 

@@ -44,4 +44,5 @@ def serve_workers(settings: Settings, workers: int) -> None:
         port=settings.port,
         log_level="warning",
         timeout_keep_alive=settings.http_keep_alive_seconds,
+        ws="none",  # no WebSocket route: its protocol modules are not even imported
     )

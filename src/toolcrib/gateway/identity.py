@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from toolcrib.auth.jwt import InvalidToken, looks_like_jwt
 from toolcrib.errors import Unauthenticated
 from toolcrib.gateway.core import Gateway
 from toolcrib.policy.gates import Principal
@@ -15,8 +14,11 @@ async def authenticate(gw: Gateway, token: str | None) -> Principal:
     """The principal behind ``token``: a personal access token, or an OAuth JWT when configured."""
     if not token:
         raise Unauthenticated("a bearer token is required")
-    if gw.jwt_verifier is not None and looks_like_jwt(token):
-        return await _from_jwt(gw, token)
+    if gw.jwt_verifier is not None:
+        from toolcrib.auth.jwt import looks_like_jwt  # PyJWT is loaded only where an issuer is set
+
+        if looks_like_jwt(token):
+            return await _from_jwt(gw, token)
     found = await store.find_grant_by_token(gw.db, token)
     if found is None:
         raise Unauthenticated("unknown token")
@@ -37,6 +39,8 @@ async def authenticate(gw: Gateway, token: str | None) -> Principal:
 
 
 async def _from_jwt(gw: Gateway, token: str) -> Principal:
+    from toolcrib.auth.jwt import InvalidToken
+
     assert gw.jwt_verifier is not None
     try:
         verified = await gw.jwt_verifier.verify(token)
