@@ -70,18 +70,6 @@ async def dropping_proxy(url: str) -> AsyncIterator[str]:
             tg.cancel_scope.cancel()
 
 
-@pytest.fixture
-async def upstreams() -> AsyncIterator[Upstreams]:
-    options: dict[str, Any] = {
-        "call_timeout": 60.0,
-        "connect_timeout": 30.0,
-        "backoff": 0.1,
-        "idle_stop": 900.0,
-    }
-    async with Upstreams.running(**options) as running:
-        yield running
-
-
 async def test_r13_2_a_call_whose_connection_breaks_fails_alone_and_the_session_goes_on(
     upstreams: Upstreams, fixture_http: Process
 ) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import FIXTURE_SERVER, ROOT, Process
+from tests.upstream.conftest import SESSION_OPTIONS
 from toolcrib.errors import TooLarge
 from toolcrib.upstream.session import UpstreamSession, UpstreamSpec
 from toolcrib.upstream.supervisor import Upstreams
@@ -28,13 +29,8 @@ STDIO = UpstreamSpec(
 
 @pytest.fixture
 async def upstreams() -> AsyncIterator[Upstreams]:
-    options: dict[str, Any] = {
-        "call_timeout": 120.0,
-        "connect_timeout": 30.0,
-        "backoff": 0.1,
-        "idle_stop": 900.0,
-    }
-    async with Upstreams.running(**options, max_message_bytes=LIMIT) as running:
+    """The shared supervisor, with the message limit these tests measure against."""
+    async with Upstreams.running(**SESSION_OPTIONS, max_message_bytes=LIMIT) as running:
         yield running
 
 
