@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import AsyncIterator
-from typing import Any
 
 import pytest
 
@@ -48,13 +47,7 @@ async def read_seconds(session: UpstreamSession, size: int) -> float:
 
 
 async def test_r13_2_reading_a_stdio_result_takes_time_linear_in_its_size() -> None:
-    options: dict[str, Any] = {
-        "call_timeout": 120.0,
-        "connect_timeout": 30.0,
-        "backoff": 0.1,
-        "idle_stop": 900.0,
-    }
-    async with Upstreams.running(**options, max_message_bytes=64 * MiB) as running:
+    async with Upstreams.running(**SESSION_OPTIONS, max_message_bytes=64 * MiB) as running:
         session = running.session(STDIO)
         await read_seconds(session, MiB)  # warm up: the process, imports, caches
         small, large = float("inf"), float("inf")
