@@ -19,6 +19,8 @@ from typing import Any
 import httpx2
 from mcp_types.jsonrpc import PARSE_ERROR
 
+from toolcrib.upstream.http_client import BROKEN_CONNECTION
+
 __all__ = ["BodyBroken", "MessageTooLarge", "bound_json_responses", "is_bounded_refusal"]
 
 _MARK = "[toolcrib:too_large]"
@@ -55,7 +57,7 @@ class _BoundedStream(httpx2.AsyncByteStream):
                 if size > self._limit:
                     raise MessageTooLarge(size, self._limit)
                 yield chunk
-        except (httpx2.NetworkError, httpx2.ProtocolError, httpx2.TimeoutException) as exc:
+        except BROKEN_CONNECTION as exc:
             raise BodyBroken(exc) from exc
 
     async def aclose(self) -> None:

@@ -26,7 +26,7 @@ from typing import Any
 import httpx2
 from mcp_types.jsonrpc import INTERNAL_ERROR
 
-__all__ = ["KEEPALIVE_SECONDS", "UpstreamHttpClient"]
+__all__ = ["BROKEN_CONNECTION", "KEEPALIVE_SECONDS", "UpstreamHttpClient"]
 
 logger = logging.getLogger(__name__)
 
@@ -34,7 +34,7 @@ KEEPALIVE_SECONDS = 2.0
 """How long an idle connection to an upstream is kept: under the 5 s after which uvicorn (most
 Python MCP servers) closes one, so the two never race over the same idle connection."""
 
-_CONTAINED = (
+BROKEN_CONNECTION = (
     httpx2.ProtocolError,  # e.g. "Server disconnected without sending a response"
     httpx2.ReadError,
     httpx2.WriteError,
@@ -43,6 +43,8 @@ _CONTAINED = (
     httpx2.WriteTimeout,
     httpx2.PoolTimeout,
 )
+"""A connection that was made, then broke: contained to its one request (``http_bound`` contains
+the same failures while an answer's body is read). A failure to connect is not among them."""
 
 
 class UpstreamHttpClient(httpx2.AsyncClient):
@@ -56,7 +58,7 @@ class UpstreamHttpClient(httpx2.AsyncClient):
     async def send(self, request: httpx2.Request, **options: Any) -> httpx2.Response:
         try:
             return await super().send(request, **options)
-        except _CONTAINED as exc:
+        except BROKEN_CONNECTION as exc:
             answer = _failed_request(request, exc)
             if answer is None:
                 raise
