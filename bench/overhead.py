@@ -179,10 +179,19 @@ async def _concurrent(calls: list[Call], *, seconds: float | None, each: int | N
 # --- one side ------------------------------------------------------------------------------------
 
 
+_PHASES = ((16, True, None), (64, True, None), (50, False, 20))
+"""Concurrent phases: clients, whether timed (``--seconds``), else how many calls each makes."""
+
+
 async def _side(
-    open_call: Callable[[], Any], args: argparse.Namespace, pid: int | None, rows: Callable[[], int] | None
+    open_call: Callable[[], Any],
+    args: argparse.Namespace,
+    pid: int | None,
+    rows: Callable[[], int] | None,
+    clients: tuple[int, ...] = (16, 64, 50),
 ) -> dict[str, Any]:
-    """Sequential, 16 and 64 clients, and 50 x 20, each client with a session of its own."""
+    """Sequential, then the concurrent phases named in ``clients`` (16 and 64 clients for
+    ``--seconds``, 50 x 20 calls), each client with a session of its own."""
     out: dict[str, Any] = {}
     async with open_call() as call, _profiled(args, pid, "sequential"):
         cpu0 = _cpu_seconds(pid) if pid else 0.0
@@ -191,8 +200,9 @@ async def _side(
             out["sequential"]["gateway_cpu_ms_per_call"] = round(
                 (_cpu_seconds(pid) - cpu0) * 1000 / (args.calls + 10), 2
             )
-    for clients, seconds, each in ((16, args.seconds, None), (64, args.seconds, None), (50, None, 20)):
-        async with _many(open_call, clients) as calls, _profiled(args, pid if clients == 16 else None, "c16"):
+    for n, timed, each in (phase for phase in _PHASES if phase[0] in clients):
+        seconds = args.seconds if timed else None
+        async with _many(open_call, n) as calls, _profiled(args, pid if n == 16 else None, "c16"):
             before = rows() if rows else 0
             cpu0 = _cpu_seconds(pid) if pid else 0.0
             run = await _concurrent(calls, seconds=seconds, each=each)
@@ -200,7 +210,7 @@ async def _side(
                 run["gateway_cpu_ms_per_call"] = round((_cpu_seconds(pid) - cpu0) * 1000 / run["calls"], 2)
             if rows:
                 run["audit_rows"] = rows() - before
-        out[f"clients_{clients}" if each is None else "burst_50x20"] = run
+        out[f"clients_{n}" if each is None else "burst_50x20"] = run
     return out
 
 
@@ -293,24 +303,6 @@ def _start_forwarder(upstream: str) -> tuple[subprocess.Popen[bytes], str]:
     return proc, f"http://127.0.0.1:{port}/mcp"
 
 
-async def _floor_side(url: str, pid: int, args: argparse.Namespace) -> dict[str, Any]:
-    """Sequential and 16 clients through the bare forwarder, with its CPU per call."""
-    open_call = _direct_http(url)
-    out: dict[str, Any] = {}
-    async with open_call() as call:
-        cpu0 = _cpu_seconds(pid)
-        out["sequential"] = await _sequential(call, args.calls)
-        out["sequential"]["gateway_cpu_ms_per_call"] = round(
-            (_cpu_seconds(pid) - cpu0) * 1000 / (args.calls + 10), 2
-        )
-    async with _many(open_call, 16) as calls:
-        cpu0 = _cpu_seconds(pid)
-        run = await _concurrent(calls, seconds=args.seconds, each=None)
-        run["gateway_cpu_ms_per_call"] = round((_cpu_seconds(pid) - cpu0) * 1000 / max(1, run["calls"]), 2)
-        out["clients_16"] = run
-    return out
-
-
 def _time_server() -> list[str]:
     found = shutil.which("mcp-server-time") or str(Path(PYTHON).parent / "mcp-server-time")
     return [found]
@@ -375,7 +367,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         report["direct"] = await _side(_direct_http(upstream), args, None, None)
         floor, floor_url = _start_forwarder(upstream)
         try:
-            report["floor"] = await _floor_side(floor_url, floor.pid, args)
+            report["floor"] = await _side(_direct_http(floor_url), args, floor.pid, None, clients=(16,))
         finally:
             _stop(floor)
         through = _through_gateway(base, token, handle, {"message": "hello"})
