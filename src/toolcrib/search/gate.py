@@ -6,13 +6,15 @@ covers, and the meaning channel's cosine. Two small logistic models, fitted by
 ``bench/fit_gate.py`` on the public evaluation sets and shipped as ``model/gate.json``, decide:
 
 * the **ranker** scores each candidate tool from its evidence (a fusion whose weights are
-  fitted, not guessed); tools are ordered by that score;
-* the **gate** reads the query-level evidence of the best candidate (its ranker score, the
-  margin to the runner-up, the best cosine and lexical share, the query's length) and says
-  whether anything fits at all. When it does, every candidate within ``keep`` of the best
-  ranker score is returned too (the other steps of a multi-step task).
+  fitted, not guessed, on whole candidate lists); tools are ordered by that score;
+* the **scorer** reads the same evidence, fitted on each candidate alone: how likely is this
+  one to be right;
+* the **gate** reads the query-level evidence (the best scorer score and its margin to the
+  runner-up, the best cosine and lexical share, the query's length) and says whether anything
+  fits at all. When it does, every candidate within ``keep`` of the best ranker score is
+  returned too (the other steps of a multi-step task).
 
-There is one pair of models with the meaning channel and one for words alone (used when the
+There is one set of models with the meaning channel and one for words alone (used when the
 encoder cannot load). No word list takes part: what a tool is, and whether a query is about
 one, come from the catalog and the query.
 """
@@ -149,11 +151,11 @@ def pair_features(evidence: Evidence, slots: Slots) -> Matrix:
     return np.stack(columns, axis=1) if n else np.zeros((0, len(PAIR_FEATURES)))
 
 
-def gate_features(evidence: Evidence, slots: Slots, ranked: Vector) -> Vector:
-    """``GATE_FEATURES`` of one query: ``ranked`` is the ranker's score of each of ``slots``."""
-    order = np.argsort(-ranked, kind="stable")
-    top = float(ranked[order[0]])
-    margin = top - float(ranked[order[1]]) if len(order) > 1 else 4.0
+def gate_features(evidence: Evidence, slots: Slots, scored: Vector) -> Vector:
+    """``GATE_FEATURES`` of one query: ``scored`` is the scorer's score of each of ``slots``."""
+    order = np.argsort(-scored, kind="stable")
+    top = float(scored[order[0]])
+    margin = top - float(scored[order[1]]) if len(order) > 1 else 4.0
     if evidence.cosine is not None:
         cosine = np.sort(evidence.cosine[slots])[::-1]
         cosine_max = float(cosine[0])
@@ -220,9 +222,16 @@ class Decision:
 
 @dataclass(frozen=True, slots=True)
 class FittedGate:
-    """Ranker, gate and the threshold ``keep`` (ranker score distance to the best that still passes)."""
+    """The fitted models, the gate's threshold, and ``keep`` (the ranker score distance to the best
+    that still passes).
+
+    The **ranker** orders a query's candidates: fitted on whole candidate lists, its scores say
+    which candidate is likelier than which, not how likely any is. The **scorer**, fitted on each
+    candidate alone, says how likely each is to be right, and the gate reads its scores (the best,
+    and the margin to the runner-up)."""
 
     ranker: Logistic
+    scorer: Logistic
     gate: Logistic
     threshold: float  # the gate answers when its probability is at least this
     keep: float
@@ -232,10 +241,12 @@ class FittedGate:
         slots = candidates(evidence)
         if not len(slots):
             return None
-        ranked = self.ranker.logit(pair_features(evidence, slots))
+        features = pair_features(evidence, slots)
+        scored = self.scorer.logit(features)
+        probability = _sigmoid(float(self.gate.logit(gate_features(evidence, slots, scored))))
+        ranked = self.ranker.logit(features)
         order = np.argsort(-ranked, kind="stable")
         slots, ranked = slots[order], ranked[order]
-        probability = _sigmoid(float(self.gate.logit(gate_features(evidence, slots, ranked))))
         answer = probability >= self.threshold
         keep = (ranked >= ranked[0] - self.keep) & answer
         return Decision(slots, ranked, answer, keep, probability)
@@ -243,6 +254,7 @@ class FittedGate:
     def to_json(self) -> dict[str, Any]:
         return {
             "ranker": self.ranker.to_json(),
+            "scorer": self.scorer.to_json(),
             "gate": self.gate.to_json(),
             "threshold": self.threshold,
             "keep": self.keep,
@@ -253,6 +265,7 @@ class FittedGate:
     def from_json(cls, data: dict[str, Any]) -> FittedGate:
         return cls(
             Logistic.from_json(data["ranker"]),
+            Logistic.from_json(data["scorer"]),
             Logistic.from_json(data["gate"]),
             float(data["threshold"]),
             float(data["keep"]),
