@@ -229,14 +229,15 @@ async def sync_connection(gw: Gateway, name: str) -> ConnectionRow:
     one waits for it and takes its result from the store.
     """
     wait = gw.settings.connect_timeout_seconds + gw.settings.upstream_timeout_seconds
-    async with gw.db.exclusive(f"sync:{name}", wait_seconds=wait) as alone:
-        if alone:
-            return await _sync(gw, name)
-    row = await store.get_connection(gw.db, name)
-    if row is None:
-        raise NotFound(f"no connection named {name!r}")
-    await gw.install_catalog(row, await store.load_catalog(gw.db, name))
-    return row
+    with gw.syncing(name):
+        async with gw.db.exclusive(f"sync:{name}", wait_seconds=wait) as alone:
+            if alone:
+                return await _sync(gw, name)
+        row = await store.get_connection(gw.db, name)
+        if row is None:
+            raise NotFound(f"no connection named {name!r}")
+        await gw.install_catalog(row, await store.load_catalog(gw.db, name))
+        return row
 
 
 async def _sync(gw: Gateway, name: str) -> ConnectionRow:

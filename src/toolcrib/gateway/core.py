@@ -13,8 +13,9 @@ import logging
 import os
 import socket
 import time
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections import Counter
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -98,6 +99,7 @@ class Gateway:
         self.index = LiveIndex(self.meaning)
         self.cards = CardCache()
         self._installing = anyio.Lock()  # catalogs are installed one at a time, in call order
+        self._syncing: Counter[str] = Counter()  # connections this process is syncing now
         self._synced: anyio.Event | None = None  # set when a search's background install is done
         self.connections: dict[str, ConnectionRow] = {}
         self.catalogs: dict[str, dict[str, StoredTool]] = {}
@@ -273,6 +275,8 @@ class Gateway:
         for name, row in rows.items():
             held = self.connections.get(name)
             if held is None or _version(held) != _version(row):
+                if name in self._syncing:
+                    continue  # this process is syncing it (it added it, say): that sync installs it
                 await self.install_catalog(row, await conn_store.load_catalog(self.db, name))
 
     def _poll_behind(self, upstreams: Upstreams) -> anyio.Event:
@@ -297,6 +301,18 @@ class Gateway:
         await handle_store.purge_handles(self.db, now - self.settings.handle_ttl_seconds)
         await result_store.purge_results(self.db, now - self.settings.result_ttl_seconds)
         await approval_store.purge(self.db, now)
+
+    @contextmanager
+    def syncing(self, name: str) -> Iterator[None]:
+        """While this process syncs ``name``, a poll of the store leaves it to that sync, which
+        installs what it stores: a search's poll then does not wait for it (``sync_from_store``)."""
+        self._syncing[name] += 1
+        try:
+            yield
+        finally:
+            self._syncing[name] -= 1
+            if not self._syncing[name]:
+                del self._syncing[name]
 
     async def install_catalog(self, row: ConnectionRow, stored: list[StoredTool]) -> None:
         """Make ``stored`` the live catalog of ``row`` (only active connections are searchable).
