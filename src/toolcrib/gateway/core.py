@@ -14,7 +14,7 @@ import os
 import socket
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -174,6 +174,7 @@ class Gateway:
                         await instance_store.retire(db, gateway.instance)
                     if gateway.jwt_verifier is not None:
                         await gateway.jwt_verifier.aclose()
+                    gateway.index.close()
         finally:
             await db.close()
 
@@ -272,12 +273,19 @@ class Gateway:
             await self.forget_connection(name)
             if self._upstreams is not None:
                 await self._upstreams.discard(name)
-        for name, row in rows.items():
-            held = self.connections.get(name)
-            if held is None or _version(held) != _version(row):
-                if name in self._syncing:
-                    continue  # this process is syncing it (it added it, say): that sync installs it
-                await self.install_catalog(row, await conn_store.load_catalog(self.db, name))
+        changed = [
+            row
+            for name, row in rows.items()
+            if (name not in self.connections or _version(self.connections[name]) != _version(row))
+            and name
+            not in self._syncing  # this process is syncing it (it added it, say): that sync installs it
+        ]
+        catalogs = {row.name: await conn_store.load_catalog(self.db, row.name) for row in changed}
+        if len(changed) > 1:  # a start, or catching up: every missing vector encoded at once, on every core
+            docs = await anyio.to_thread.run_sync(self._documents, changed, catalogs)
+            await self.index.tool_vectors(self.db, docs)
+        for row in changed:
+            await self.install_catalog(row, catalogs[row.name])
 
     def _poll_behind(self, upstreams: Upstreams) -> anyio.Event:
         """Start one poll in the background (one at a time); the event is set when it is done."""
@@ -350,17 +358,16 @@ class Gateway:
             (s.record, self.risk_of(policy, s), policy.frozen_for(row.name, s.record.name).keys())
             for s in usable.values()
         )
-        docs = [
-            SearchDoc(
-                public_name=s.record.public_name,
-                account=row.name,
-                connector=row.connector,
-                name=s.record.name,
-                description=str((s.card or {}).get("description") or ""),
-            )
-            for s in usable.values()
+        return _search_docs(row, usable.values()), listing
+
+    def _documents(self, rows: list[ConnectionRow], catalogs: dict[str, list[StoredTool]]) -> list[SearchDoc]:
+        """The search documents of the active ones of ``rows`` (worker-thread work)."""
+        return [
+            doc
+            for row in rows
+            if row.status == "active"
+            for doc in _search_docs(row, (s for s in catalogs[row.name] if s.refused is None))
         ]
-        return docs, listing
 
     def flat_listing_bytes(self, visible: Callable[[str], bool] | None = None) -> int:
         """What a flat ``tools/list`` of the active connected tools ``visible`` keeps would weigh."""
@@ -434,6 +441,19 @@ def _listing_entry_bytes(record: ExactRecord) -> int:
         "inputSchema": record.input_schema,
     }
     return len(canonical_json(entry).encode())
+
+
+def _search_docs(row: ConnectionRow, stored: Iterable[StoredTool]) -> list[SearchDoc]:
+    return [
+        SearchDoc(
+            public_name=s.record.public_name,
+            account=row.name,
+            connector=row.connector,
+            name=s.record.name,
+            description=str((s.card or {}).get("description") or ""),
+        )
+        for s in stored
+    ]
 
 
 def _version(row: ConnectionRow) -> tuple[int, str, str, float]:

@@ -5,16 +5,25 @@ the gateway never touches it on the event loop: every search, replacement and re
 worker thread, and one lock keeps a search from reading an account while it is being swapped.
 
 Tool vectors are looked up in the store's vector cache by the sha256 of the text they are embedded
-from; only the missing ones are encoded (in a worker thread, outside the lock, so searches go on)
-and written back, so a restart or another replica does not encode an unchanged catalog again.
+from; only the missing ones are encoded (outside the lock, so searches go on) and written back, so a
+restart or another replica does not encode an unchanged catalog again.
+
+A catalog's missing texts are encoded on every core (up to ``ENCODER_THREADS``), by threads of
+their own at the lowest CPU priority (Linux gives each thread its own nice value): the encoder
+then takes whatever CPU the event loop and the searches leave, and no more. Each text is still its
+own run of the model, so its vector is the same whichever thread encodes it (#9). A query is
+encoded at normal priority, on the worker thread of its search.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
+import os
+import sys
 import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import anyio
@@ -26,13 +35,16 @@ from toolcrib.search.vectors import MODEL_ID
 from toolcrib.store import vectors as vector_store
 from toolcrib.store.database import Database
 
-__all__ = ["LiveIndex", "Meaning", "Visibility", "load_meaning"]
+__all__ = ["ENCODER_THREADS", "LiveIndex", "Meaning", "Visibility", "load_meaning"]
 
 logger = logging.getLogger(__name__)
 
 Visibility = Callable[[str], bool]
 Loader = Callable[[], tuple[Encoder | None, str | None]]
 _VECTOR_BYTES = DIMENSIONS * 4
+ENCODER_THREADS = 4
+"""At most this many threads encode a catalog (one per core the process may run on, up to this)."""
+_BACKGROUND_NICE = 19
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,11 +79,22 @@ async def load_meaning(enabled: bool, loader: Loader = load_encoder) -> Meaning:
 class LiveIndex:
     """A ``SearchIndex`` used only from worker threads, under one lock."""
 
-    def __init__(self, meaning: Meaning) -> None:
+    def __init__(self, meaning: Meaning, *, encoder_threads: int | None = None) -> None:
         self._index = SearchIndex(encoder=meaning.encoder)
+        self._encoder = meaning.encoder
         self._lock = threading.Lock()
+        self._threads = max(1, encoder_threads or min(ENCODER_THREADS, _usable_cores()))
+        self._pool: ThreadPoolExecutor | None = None
+        self._pool_lock = threading.Lock()
         self.encoded = 0
         """Tool texts encoded by this process (not found in the vector cache)."""
+
+    def close(self) -> None:
+        """Let the catalog encoder's threads go (a text being encoded is finished first)."""
+        with self._pool_lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
 
     @property
     def semantic(self) -> bool:
@@ -117,12 +140,54 @@ class LiveIndex:
         cached = {key: blob for key, blob in loaded.items() if len(blob) == _VECTOR_BYTES}
         missing = {key: text for key, text in zip(keys, texts, strict=True) if key not in cached}
         if missing:
-            encoded = await anyio.to_thread.run_sync(self._index.encode, list(missing.values()))
+            encoded = await anyio.to_thread.run_sync(self._encode_catalog, list(missing.values()))
             self.encoded += len(missing)
             fresh = {key: row.astype("<f4").tobytes() for key, row in zip(missing, encoded, strict=True)}
             await vector_store.save_vectors(db, MODEL_ID, fresh)
             cached.update(fresh)
         return await anyio.to_thread.run_sync(_matrix, keys, cached)
+
+    def _encode_catalog(self, texts: list[str]) -> Matrix:
+        """``texts`` encoded by the background threads, the longest first, shared out in turn
+        (worker-thread work: this thread only waits for them)."""
+        load = getattr(self._encoder, "load", None)
+        if load is not None:  # here, at this thread's priority: a search waits for the model too
+            load()
+        shares = min(self._threads, len(texts))
+        if shares <= 1:
+            return self._pool_of().submit(self._index.encode, texts).result()
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        parts = [order[k::shares] for k in range(shares)]
+        futures = [self._pool_of().submit(self._index.encode, [texts[i] for i in part]) for part in parts]
+        out = np.empty((len(texts), DIMENSIONS), dtype=np.float32)
+        for part, future in zip(parts, futures, strict=True):
+            out[part] = future.result()
+        return out
+
+    def _pool_of(self) -> ThreadPoolExecutor:
+        with self._pool_lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(
+                    self._threads, thread_name_prefix="toolcrib-encoder", initializer=_lower_priority
+                )
+            return self._pool
+
+
+def _usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def _lower_priority() -> None:
+    """This thread at the lowest CPU priority (on Linux the nice value is per thread; elsewhere the
+    thread keeps its priority, which is what it had before)."""
+    if sys.platform == "linux":
+        try:
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), _BACKGROUND_NICE)
+        except OSError:  # pragma: no cover - a sandbox that refuses it: normal priority
+            logger.info("the catalog encoder runs at normal priority: setpriority was refused")
 
 
 def _texts_and_keys(docs: Sequence[SearchDoc]) -> tuple[list[str], list[str]]:

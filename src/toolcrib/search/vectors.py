@@ -126,6 +126,10 @@ class MiniLM:
                 )
             return self._session
 
+    def load(self) -> None:
+        """Load the model now, on this thread (it is loaded at the first ``encode`` otherwise)."""
+        self._run()
+
     @classmethod
     def packaged(cls) -> MiniLM:
         """The packaged model; raises ``EncoderUnavailable`` when it cannot be used."""
