@@ -13,8 +13,10 @@ Same run, same machine, loopback only:
 - start-up: ``toolcrib serve`` to ``/healthz`` 200 with two connections and idle RSS, on the first
   start of a new organization (its tool vectors encoded) and on restarts (the model loads lazily).
 
-A ContextForge row is left out unless ``TOOLCRIB_BENCH_CONTEXTFORGE_VENV`` names a venv with it;
-this script then only says so (the figures of #12 were taken by hand).
+- ContextForge, when ``TOOLCRIB_BENCH_CONTEXTFORGE_VENV`` names a venv that holds it
+  (``bench/_contextforge.py``): its stateful and its stateless mode on the same upstream,
+  sequential and 16 clients, its CPU per call, start-up and idle RSS; otherwise the report says
+  why there is no such row.
 
     PYTHONPATH=src python bench/overhead.py [--calls 300] [--seconds 10]
 """
@@ -42,10 +44,12 @@ from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
+import _contextforge as contextforge
+from _procs import cpu_seconds, free_port, rss_mb, stop, wait_http
+
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "bench" / "out" / "overhead.json"
 PYTHON = sys.executable
-TICKS = os.sysconf("SC_CLK_TCK")
 Call = Callable[[], Awaitable[Any]]
 
 
@@ -53,42 +57,6 @@ def _env() -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = f"{ROOT / 'src'}{os.pathsep}{ROOT}{os.pathsep}{env.get('PYTHONPATH', '')}"
     return env
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _wait_http(url: str, proc: subprocess.Popen[bytes], timeout: float = 60.0, *, ok: bool = True) -> float:
-    """Seconds until ``url`` answers (200 when ``ok``; bounded), failing if ``proc`` died."""
-    start = time.monotonic()
-    while time.monotonic() - start < timeout:
-        if proc.poll() is not None:
-            raise RuntimeError(f"process exited with {proc.returncode} before serving {url}")
-        try:
-            status = httpx2.get(url, timeout=1.0).status_code
-            if status == 200 or not ok:
-                return time.monotonic() - start
-        except httpx2.HTTPError:
-            pass
-        time.sleep(0.02)
-    raise TimeoutError(url)
-
-
-def _cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime (fields 14, 15)
-
-
-def _rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
 
 
 def _cli(db: str, *args: str) -> Any:
@@ -194,20 +162,20 @@ async def _side(
     ``--seconds``, 50 x 20 calls), each client with a session of its own."""
     out: dict[str, Any] = {}
     async with open_call() as call, _profiled(args, pid, "sequential"):
-        cpu0 = _cpu_seconds(pid) if pid else 0.0
+        cpu0 = cpu_seconds(pid) if pid else 0.0
         out["sequential"] = await _sequential(call, args.calls)
         if pid:
             out["sequential"]["gateway_cpu_ms_per_call"] = round(
-                (_cpu_seconds(pid) - cpu0) * 1000 / (args.calls + 10), 2
+                (cpu_seconds(pid) - cpu0) * 1000 / (args.calls + 10), 2
             )
     for n, timed, each in (phase for phase in _PHASES if phase[0] in clients):
         seconds = args.seconds if timed else None
         async with _many(open_call, n) as calls, _profiled(args, pid if n == 16 else None, "c16"):
             before = rows() if rows else 0
-            cpu0 = _cpu_seconds(pid) if pid else 0.0
+            cpu0 = cpu_seconds(pid) if pid else 0.0
             run = await _concurrent(calls, seconds=seconds, each=each)
             if pid:
-                run["gateway_cpu_ms_per_call"] = round((_cpu_seconds(pid) - cpu0) * 1000 / run["calls"], 2)
+                run["gateway_cpu_ms_per_call"] = round((cpu_seconds(pid) - cpu0) * 1000 / run["calls"], 2)
             if rows:
                 run["audit_rows"] = rows() - before
         out[f"clients_{n}" if each is None else "burst_50x20"] = run
@@ -277,28 +245,28 @@ async def _handle(base: str, token: str, query: str, tool: str) -> str:
 
 
 def _start_fixture() -> tuple[subprocess.Popen[bytes], str]:
-    port = _free_port()
+    port = free_port()
     cmd = [PYTHON, "-m", "tests.fixtures.fixture_server", "--http", str(port)]
     quiet = subprocess.DEVNULL
     proc = subprocess.Popen(cmd, cwd=ROOT, env=_env(), stdout=quiet, stderr=quiet)
     try:
-        _wait_http(f"http://127.0.0.1:{port}/", proc, ok=False)
+        wait_http(f"http://127.0.0.1:{port}/", proc, ok=False)
     except BaseException:
-        _stop(proc)
+        stop(proc)
         raise
     return proc, f"http://127.0.0.1:{port}/mcp"
 
 
 def _start_forwarder(upstream: str) -> tuple[subprocess.Popen[bytes], str]:
     """The floor (bench/_forwarder.py): a bare uvicorn + httpx2 forwarder to ``upstream``."""
-    port = _free_port()
+    port = free_port()
     cmd = [PYTHON, str(ROOT / "bench" / "_forwarder.py"), "--port", str(port), "--upstream", upstream]
     quiet = subprocess.DEVNULL
     proc = subprocess.Popen(cmd, cwd=ROOT, env=_env(), stdout=quiet, stderr=quiet)
     try:
-        _wait_http(f"http://127.0.0.1:{port}/healthz", proc)
+        wait_http(f"http://127.0.0.1:{port}/healthz", proc)
     except BaseException:
-        _stop(proc)
+        stop(proc)
         raise
     return proc, f"http://127.0.0.1:{port}/mcp"
 
@@ -309,22 +277,12 @@ def _time_server() -> list[str]:
 
 
 def _start_gateway(db: str, env: dict[str, str]) -> tuple[subprocess.Popen[bytes], str, float]:
-    port = _free_port()
+    port = free_port()
     log = open(Path(db.removeprefix("sqlite:///")).with_suffix(".log"), "ab")  # noqa: SIM115
     cmd = [PYTHON, "-m", "toolcrib.cli", "serve", "--port", str(port), "--database", db]
     proc = subprocess.Popen(cmd, cwd=ROOT, env={**_env(), **env}, stdout=log, stderr=log)
     base = f"http://127.0.0.1:{port}"
-    return proc, base, _wait_http(base + "/healthz", proc)
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
+    return proc, base, wait_http(base + "/healthz", proc)
 
 
 async def _stdio_rows(base: str, token: str, calls: int) -> dict[str, Any]:
@@ -357,7 +315,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         _cli(db, "connections", "add", "clock", "--connector", "Time", "--command", " ".join(_time_server()))
         gateway, base, report = _start_and_restart(db)
         handle = await _handle(base, token, "echo a message back", "desk__echo_message")
-        report["startup"]["rss_after_first_search_mb"] = round(_rss_mb(gateway.pid), 1)
+        report["startup"]["rss_after_first_search_mb"] = round(rss_mb(gateway.pid), 1)
         path = db.removeprefix("sqlite:///")
 
         def rows() -> int:
@@ -369,18 +327,18 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         try:
             report["floor"] = await _side(_direct_http(floor_url), args, floor.pid, None, clients=(16,))
         finally:
-            _stop(floor)
+            stop(floor)
         through = _through_gateway(base, token, handle, {"message": "hello"})
         report["toolcrib"] = await _side(through, args, gateway.pid, rows)
-        report["startup"]["rss_after_load_mb"] = round(_rss_mb(gateway.pid), 1)
+        report["startup"]["rss_after_load_mb"] = round(rss_mb(gateway.pid), 1)
         report["stdio"] = await _stdio_rows(base, token, min(args.calls, 200))
-        report["contextforge"] = _contextforge_note()
+        report["contextforge"] = await _contextforge_rows(upstream, args)
         report["ratios"] = _ratios(report)
         return report
     finally:
         if gateway is not None:
-            _stop(gateway)
-        _stop(fixture)
+            stop(gateway)
+        stop(fixture)
         shutil.rmtree(tmp, ignore_errors=True)
 
 
@@ -390,15 +348,15 @@ def _start_and_restart(db: str, restarts: int = 3) -> tuple[subprocess.Popen[byt
     first search). Returns the last gateway, running, and the start-up figures of both."""
     env = {"TOOLCRIB_LOG_LEVEL": "WARNING"}
     gateway, _, first = _start_gateway(db, env)
-    first_rss = _rss_mb(gateway.pid)
-    _stop(gateway)
+    first_rss = rss_mb(gateway.pid)
+    stop(gateway)
     times, sizes = [], []
     for attempt in range(restarts):
         gateway, base, ready = _start_gateway(db, env)
         times.append(ready)
-        sizes.append(_rss_mb(gateway.pid))
+        sizes.append(rss_mb(gateway.pid))
         if attempt < restarts - 1:
-            _stop(gateway)
+            stop(gateway)
     startup = {
         "first_start_healthz_s": round(first, 2),
         "first_start_rss_mb": round(first_rss, 1),
@@ -409,11 +367,29 @@ def _start_and_restart(db: str, restarts: int = 3) -> tuple[subprocess.Popen[byt
     return gateway, base, {"startup": startup}
 
 
-def _contextforge_note() -> dict[str, str]:
-    venv = os.environ.get("TOOLCRIB_BENCH_CONTEXTFORGE_VENV")
-    if not venv:
-        return {"skipped": "TOOLCRIB_BENCH_CONTEXTFORGE_VENV is not set; no ContextForge row"}
-    return {"skipped": f"ContextForge at {venv} is not driven by this script yet; see issue #12's figures"}
+async def _contextforge_rows(upstream: str, args: argparse.Namespace) -> dict[str, Any]:
+    """ContextForge in both of its session modes on the same upstream, sequential and 16 clients
+    (``bench/_contextforge.py``), or why there are no such rows."""
+    why = contextforge.unavailable()
+    if why is not None:
+        return {"skipped": why}
+    out: dict[str, Any] = {}
+    for mode in ("stateful", "stateless"):
+        with contextforge.running(upstream, stateful=mode == "stateful") as cf:
+
+            @asynccontextmanager
+            async def open_call(cf: contextforge.ContextForge = cf) -> AsyncIterator[Call]:
+                async with _http_client(cf.url, cf.token) as client:
+                    yield lambda: _call(client, cf.tool, {"message": "hello"})
+
+            side = await _side(open_call, args, cf.pid, None, clients=(16,))
+            out[mode] = {
+                "version": cf.version,
+                "healthz_s": cf.healthz_s,
+                "rss_idle_mb": cf.rss_idle_mb,
+                **side,
+            }
+    return out
 
 
 def _ratios(r: dict[str, Any]) -> dict[str, float]:
@@ -426,6 +402,15 @@ def _ratios(r: dict[str, Any]) -> dict[str, float]:
         "throughput_16": round(t["clients_16"]["calls_per_s"] / d["clients_16"]["calls_per_s"], 2),
         "throughput_64": round(t["clients_64"]["calls_per_s"] / d["clients_64"]["calls_per_s"], 2),
         "burst_p99_over_p50": round(t["burst_50x20"]["p99_ms"] / t["burst_50x20"]["p50_ms"], 2),
+        **{
+            f"contextforge_{mode}_{name}": round(c[key][field] / d[key][field], 2)
+            for mode, c in r["contextforge"].items()
+            if mode != "skipped"
+            for name, key, field in (
+                ("p50_sequential", "sequential", "p50_ms"),
+                ("throughput_16", "clients_16", "calls_per_s"),
+            )
+        },
     }
 
 
@@ -453,6 +438,15 @@ def table(r: dict[str, Any]) -> str:
                 f"| {fs['gateway_cpu_ms_per_call']} / {f16['gateway_cpu_ms_per_call']} "
                 f"| {f16['errors']} | - |"
             )
+    for mode, c in r["contextforge"].items():
+        if mode == "skipped":
+            continue
+        s, c16 = c["sequential"], c["clients_16"]
+        lines.append(
+            f"| ContextForge {c['version']} {mode} | {s['p50_ms']} | {s['p90_ms']} | {s['p99_ms']} "
+            f"| {c16['calls_per_s']} | - | {s['gateway_cpu_ms_per_call']} / {c16['gateway_cpu_ms_per_call']} "
+            f"| {c16['errors']} | - |"
+        )
     b, st = t["burst_50x20"], r["startup"]
     lines += [
         "",
@@ -467,7 +461,15 @@ def table(r: dict[str, Any]) -> str:
         f"first start of a new organization (tool vectors encoded, model loaded): "
         f"{st['first_start_healthz_s']} s, RSS {st['first_start_rss_mb']} MB",
         f"ratios: {json.dumps(r['ratios'])}",
-        f"contextforge: {r['contextforge']['skipped']}",
+        *(
+            [f"contextforge: {r['contextforge']['skipped']}"]
+            if "skipped" in r["contextforge"]
+            else [
+                f"ContextForge {mode} start-up to /health (a new database): {c['healthz_s']} s; "
+                f"RSS idle {c['rss_idle_mb']} MB"
+                for mode, c in r["contextforge"].items()
+            ]
+        ),
     ]
     return "\n".join(lines)
 
