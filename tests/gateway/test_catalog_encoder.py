@@ -34,10 +34,11 @@ def _nice(native_id: int) -> int:
 
 
 def test_r5_8_a_catalog_encoded_on_several_threads_gets_the_vectors_of_one(meaning: Meaning) -> None:
+    texts = [f"{text} ({n})" for n in range(10) for text in TEXTS]  # 50 texts: several chunks
     index = LiveIndex(meaning, encoder_threads=3)
     try:
-        alone = LiveIndex(meaning, encoder_threads=1)._index.encode(TEXTS)
-        shared = index._encode_catalog(TEXTS)
+        alone = LiveIndex(meaning, encoder_threads=1)._index.encode(texts)
+        shared = index._encode_catalog(texts)
         np.testing.assert_array_equal(shared, alone)
         assert index._pool is not None
     finally:
