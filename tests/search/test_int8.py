@@ -40,6 +40,11 @@ def test_r5_8_every_int8_weight_matmul_of_the_packaged_model_is_rewritten() -> N
     assert after["MatMulInteger"] == after["DynamicQuantizeLinear"] == count
     assert after["MatMul"] == before["MatMul"] - count  # the attention products stay float
     assert after["Cast"] == before["Cast"]  # each weight's int8->float cast is gone, each product's added
+    proto = onnx.load_from_string(rewritten)
+    int8 = {t.name for t in proto.graph.initializer if t.data_type == TensorProto.INT8}
+    lookups = [n for n in proto.graph.node if n.op_type == "Gather" and n.input[0] in int8]
+    assert len(lookups) == 2  # the word and position tables are read as int8, not as float copies
+    assert after["Gather"] == before["Gather"] + 2  # and their per-row scales gathered beside them
 
 
 def test_r5_8_int8_multiplications_stay_close_to_float_multiplications() -> None:
@@ -100,3 +105,42 @@ def test_r5_8_a_matmul_of_another_form_is_left_as_it_is(weight: Any, scale: Any)
     rewritten, count = multiply_in_int8(original)
     assert count == 0
     assert _ops(rewritten) == _ops(original)
+
+
+def _lookup_graph(table: Any, scale: Any) -> bytes:
+    nodes = [
+        helper.make_node("Cast", ["table"], ["table_float"], to=TensorProto.FLOAT),
+        helper.make_node("Mul", ["table_float", "scale"], ["table_scaled"]),
+        helper.make_node("Gather", ["table_scaled", "ids"], ["rows"], name="embed", axis=0),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("ids", TensorProto.INT64, [1, 5])],
+        [helper.make_tensor_value_info("rows", TensorProto.FLOAT, [1, 5, 3])],
+        [numpy_helper.from_array(table, "table"), numpy_helper.from_array(scale, "scale")],
+    )
+    return bytes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString())
+
+
+@pytest.mark.parametrize(
+    "scale",
+    [
+        np.array([[0.5], [0.01], [0.02], [0.3], [0.07], [0.11]], dtype=np.float32),  # one per row
+        np.array([[0.01, 0.02, 0.005]], dtype=np.float32),  # one per column
+    ],
+    ids=["row-scale", "column-scale"],
+)
+def test_r5_8_a_lookup_in_an_int8_table_gives_exactly_the_float_tables_rows(scale: Any) -> None:
+    rng = np.random.default_rng(11)
+    table = rng.integers(-127, 128, size=(6, 3), dtype=np.int8)
+    ids = np.array([[0, 5, 2, 2, 4]], dtype=np.int64)
+    original = _lookup_graph(table, scale)
+    rewritten, _ = multiply_in_int8(original)
+    gathers = [n for n in onnx.load_from_string(rewritten).graph.node if n.op_type == "Gather"]
+    assert gathers[0].input[0] == "table"  # the int8 table itself, not a float copy of it
+    run = [
+        onnxruntime.InferenceSession(m, providers=["CPUExecutionProvider"]).run(["rows"], {"ids": ids})[0]
+        for m in (original, rewritten)
+    ]
+    np.testing.assert_array_equal(run[0], run[1])
