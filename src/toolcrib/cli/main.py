@@ -220,4 +220,4 @@ def quickstart(
     settings = settings_for(find_database(database) or DEFAULT_DATABASE, host=host, port=port)
     remember_database(settings.database_url)  # every later command here finds this organization
     prepare(settings)
-    serve(host=settings.host, port=settings.port, database=settings.database_url)
+    serve(host=settings.host, port=settings.port, database=settings.database_url, workers=1)
