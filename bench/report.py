@@ -1,11 +1,12 @@
 """Render the README and docs tables from the benchmarks' JSON (bench/out/*.json), never by hand.
 
-.venv/bin/python bench/report.py          # rewrite the marked tables in README.md and docs/search.md
+.venv/bin/python bench/report.py          # rewrite the marked tables in README.md and docs/
 .venv/bin/python bench/report.py --check  # exit 1 when a marked table differs from its JSON
 
 A marked table sits between ``<!-- NAME:begin -->`` and ``<!-- NAME:end -->``; NAME is the JSON file
-it comes from (``search-quality`` <- bench/out/search_quality.json). tests/test_docs.py runs the
-check, so a table that drifts from its figures fails the suite.
+it comes from (``search-quality`` <- bench/out/search_quality.json, ``search-speed`` <-
+search_speed.json, ``overhead`` <- overhead.json). tests/test_docs.py runs the check, so a table
+that drifts from its figures fails the suite.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "bench" / "out"
-DOCS = (ROOT / "README.md", ROOT / "docs" / "search.md")
+DOCS = (ROOT / "README.md", ROOT / "docs" / "search.md", ROOT / "docs" / "performance.md")
 
 QUALITY_COLUMNS = (
     ("dev hit@1", "intents_dev", "hit@1"),
@@ -49,7 +50,95 @@ def search_quality(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-RENDERERS = {"search-quality": ("search_quality.json", search_quality)}
+def search_speed(data: dict[str, Any]) -> str:
+    idx = data["indexing"]
+    lines = [
+        f"| catalog indexing ({idx['tools']} tools, store -> index) "
+        "| seconds | tools/s | event-loop lag p99 |",
+        "|---|---|---|---|",
+    ]
+    for run in idx["cold_runs"]:
+        who = "every core (the gateway)" if run["threads"] > 1 else "one thread (baseline)"
+        lines.append(
+            f"| cold, encoder on {who} | {run['seconds']:.1f} | {run['tools_per_s']:.0f} "
+            f"| {run['loop_lag_p99_ms']:.1f} ms |"
+        )
+    lines += [f"| warm (every vector cached) | {idx['warm_s']:.1f} | {idx['warm_tools_per_s']:.0f} | - |", ""]
+    lines += [
+        "| tools | `search_tools` p50 / p99 | index search p50 / p99 | bm25s p50 / p99 |",
+        "|---|---|---|---|",
+    ]
+    for r in data["search"]:
+        cells = [
+            f"{r[k]['p50_ms']:.1f} / {r[k]['p99_ms']:.1f} ms"
+            for k in ("search_tools", "index_search", "bm25s")
+        ]
+        lines.append(f"| {r['tools']:,} | " + " | ".join(cells) + " |")
+    load = ", ".join(f"{x:.1f}" for x in data["load_average"])
+    lines += ["", f"{data['cpus']} cores, load average {load} at the end of the run."]
+    return "\n".join(lines)
+
+
+def overhead(data: dict[str, Any]) -> str:
+    direct = data["direct"]
+    sides = [
+        ("direct to the upstream", direct),
+        ("floor: bare forwarder, no SDK, no database", data["floor"]),
+    ]
+    sides.append(("**toolcrib** `execute_tool` (handle)", data["toolcrib"]))
+    for mode, side in data["contextforge"].items():
+        if mode != "skipped":
+            sides.append((f"ContextForge {side['version']}, {mode}", side))
+    lines = [
+        "| | p50 | p99 | p50 × direct | calls/s, 16 clients | × direct "
+        "| gateway CPU per call, sequential / 16 |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name, side in sides:
+        s, c = side["sequential"], side["clients_16"]
+        cpu = (
+            f"{s['gateway_cpu_ms_per_call']:.2f} / {c['gateway_cpu_ms_per_call']:.2f} ms"
+            if "gateway_cpu_ms_per_call" in s
+            else "-"
+        )
+        lines.append(
+            f"| {name} | {s['p50_ms']:.2f} ms | {s['p99_ms']:.2f} ms "
+            f"| {s['p50_ms'] / direct['sequential']['p50_ms']:.2f} | {c['calls_per_s']:.0f} "
+            f"| {c['calls_per_s'] / direct['clients_16']['calls_per_s']:.2f} | {cpu} |"
+        )
+    t, st, io = data["toolcrib"], data["startup"], data["stdio"]
+    burst, c16 = t["burst_50x20"], t["clients_16"]
+    lines += [
+        "",
+        f"- 16 clients through toolcrib: {c16['calls']:,} calls, {c16['errors']} errors, "
+        f"{c16['audit_rows']:,} audit rows; 64 clients: {t['clients_64']['calls_per_s']:.0f} calls/s "
+        f"({t['clients_64']['calls_per_s'] / direct['clients_64']['calls_per_s']:.2f} × direct).",
+        f"- 50 clients × 20 calls: {burst['calls']:,} calls, {burst['errors']} errors, "
+        f"{burst['audit_rows']:,} audit rows, p50 {burst['p50_ms']:.0f} ms, p99 {burst['p99_ms']:.0f} ms "
+        f"(p99 / p50 {burst['p99_ms'] / burst['p50_ms']:.2f}).",
+        f"- stdio (`mcp-server-time`) p50: direct {io['direct']['p50_ms']:.2f} ms, toolcrib "
+        f"{io['toolcrib']['p50_ms']:.2f} ms ({io['ratio_p50']:.2f} ×).",
+        f"- `toolcrib serve` to `/healthz` 200 with two connections: {st['healthz_s']:.2f} s on a restart "
+        f"(median of {len(st['healthz_s_runs'])}), {st['first_start_healthz_s']:.2f} s on the first start "
+        f"of a new organization; RSS idle {st['rss_idle_mb']:.0f} MB (the model loads at the first "
+        f"search), {st['rss_after_first_search_mb']:.0f} MB after it.",
+    ]
+    for mode, side in data["contextforge"].items():
+        if mode == "skipped":
+            lines.append(f"- ContextForge: {side}.")
+        else:
+            lines.append(
+                f"- ContextForge {mode}: {side['healthz_s']:.1f} s to `/health` on a new database, "
+                f"RSS idle {side['rss_idle_mb']:.0f} MB."
+            )
+    return "\n".join(lines)
+
+
+RENDERERS = {
+    "search-quality": ("search_quality.json", search_quality),
+    "search-speed": ("search_speed.json", search_speed),
+    "overhead": ("overhead.json", overhead),
+}
 
 
 def rendered(text: str) -> str:
