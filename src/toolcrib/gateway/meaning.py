@@ -91,7 +91,8 @@ class LiveIndex:
         """Tool texts encoded by this process (not found in the vector cache)."""
 
     def close(self) -> None:
-        """Let the catalog encoder's threads go (a text being encoded is finished first)."""
+        """Let the catalog encoder's threads go: a chunk being encoded is finished, the chunks not
+        started are dropped (an install still waiting for them fails, as the gateway is closing)."""
         with self._pool_lock:
             pool, self._pool = self._pool, None
         if pool is not None:
