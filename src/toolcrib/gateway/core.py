@@ -273,19 +273,19 @@ class Gateway:
             await self.forget_connection(name)
             if self._upstreams is not None:
                 await self._upstreams.discard(name)
-        changed = [
-            row
-            for name, row in rows.items()
-            if (name not in self.connections or _version(self.connections[name]) != _version(row))
-            and name
-            not in self._syncing  # this process is syncing it (it added it, say): that sync installs it
-        ]
+        changed = [row for row in rows.values() if self._stale(row)]
         catalogs = {row.name: await conn_store.load_catalog(self.db, row.name) for row in changed}
         if len(changed) > 1:  # a start, or catching up: every missing vector encoded at once, on every core
             docs = await anyio.to_thread.run_sync(self._documents, changed, catalogs)
             await self.index.tool_vectors(self.db, docs)
         for row in changed:
             await self.install_catalog(row, catalogs[row.name])
+
+    def _stale(self, row: ConnectionRow) -> bool:
+        """Whether the stored ``row`` is newer than what this process holds, and this poll's to
+        install: not while this process syncs it (it added it, say), as that sync installs it."""
+        held = self.connections.get(row.name)
+        return (held is None or _version(held) != _version(row)) and row.name not in self._syncing
 
     def _poll_behind(self, upstreams: Upstreams) -> anyio.Event:
         """Start one poll in the background (one at a time); the event is set when it is done."""

@@ -12,9 +12,9 @@ mean of the last hidden state, L2-normalized. Texts are tokenized together and r
 The model is loaded at its first use, not at construction (#12): construction checks both files
 against their digests and reads the tokenizer (milliseconds), and the first ``encode`` reads the
 model again, checks it again and builds the onnxruntime session (~0.25 s, ~95 MB: the embedding
-tables stay int8, see :mod:`toolcrib.search.int8`, and the heap the load freed is handed back). A gateway that
-restarts on an unchanged catalog finds every tool vector in the store, so it holds no model until
-the first search needs a query vector; ``loaded`` says whether that has happened.
+tables stay int8, see :mod:`toolcrib.search.int8`, and the heap the load freed is handed back).
+A gateway that restarts on an unchanged catalog finds every tool vector in the store, so it holds
+no model until the first search needs a query vector; ``loaded`` says whether that has happened.
 
 ``encode`` is CPU work: callers run it off the event loop (the gateway does, in a worker thread).
 """
