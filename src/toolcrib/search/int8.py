@@ -25,6 +25,7 @@ left as it is.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 __all__ = ["multiply_in_int8"]
@@ -76,19 +77,9 @@ def _int8_weight(node: Any, producer: dict[str, Any], initializers: dict[str, An
         return None
     if _reads_gelu(node.input[0], producer):
         return None
-    mul = producer.get(node.input[1])
-    if mul is None or mul.op_type != "Mul":
-        return None
-    for cast_out, scale in (mul.input, reversed(mul.input)):
-        cast = producer.get(cast_out)
-        if cast is None or cast.op_type != "Cast" or scale not in initializers:
-            continue
-        weight, factor = initializers.get(cast.input[0]), initializers[scale]
-        if weight is None or weight.data_type != _INT8 or len(weight.dims) != 2:
-            continue
-        columns = weight.dims[1]
-        if factor.data_type == _FLOAT and list(factor.dims) in ([1, columns], [columns], [1], []):
-            return cast.input[0], scale
+    for weight, scale, _, columns, dims in _dequantized(node.input[1], producer, initializers):
+        if dims in ([1, columns], [columns], [1], []):
+            return weight, scale
     return None
 
 
@@ -101,22 +92,31 @@ def _int8_table(
         return None
     if any(a.name == "axis" and a.i != 0 for a in node.attribute):
         return None
-    mul = producer.get(node.input[0])
+    for table, scale, rows, columns, dims in _dequantized(node.input[0], producer, initializers):
+        if dims == [rows, 1]:
+            return table, scale, True
+        if dims in ([1, columns], [columns], [1], []):
+            return table, scale, False
+    return None
+
+
+def _dequantized(
+    name: str, producer: dict[str, Any], initializers: dict[str, Any]
+) -> Iterator[tuple[str, str, int, int, list[int]]]:
+    """Each reading of ``name`` as ``Cast(W) * scale``, W an int8 matrix and scale a float
+    initializer: ``(W, scale, W's rows, W's columns, scale's dims)``."""
+    mul = producer.get(name)
     if mul is None or mul.op_type != "Mul":
-        return None
+        return
     for cast_out, scale in (mul.input, reversed(mul.input)):
         cast = producer.get(cast_out)
         if cast is None or cast.op_type != "Cast" or scale not in initializers:
             continue
-        table, factor = initializers.get(cast.input[0]), initializers[scale]
-        if table is None or table.data_type != _INT8 or len(table.dims) != 2 or factor.data_type != _FLOAT:
+        weight, factor = initializers.get(cast.input[0]), initializers[scale]
+        if weight is None or weight.data_type != _INT8 or len(weight.dims) != 2 or factor.data_type != _FLOAT:
             continue
-        rows, columns = table.dims
-        if list(factor.dims) == [rows, 1]:
-            return cast.input[0], scale, True
-        if list(factor.dims) in ([1, columns], [columns], [1], []):
-            return cast.input[0], scale, False
-    return None
+        rows, columns = weight.dims
+        yield cast.input[0], scale, rows, columns, list(factor.dims)
 
 
 def _gather_int8(node: Any, table: str, scale: str, per_row: bool) -> list[Any]:
