@@ -9,8 +9,9 @@ five data packages, with safetensors weights and no ONNX file, so this script jo
 reads the weights itself and runs the forward pass in numpy (float32; GELU through an erf accurate
 to 1.5e-7), one text at a time, as toolcrib's encoder does. It is a measurement, not a candidate
 to ship as it stands: the shipped encoder (int8, onnxruntime) runs beside it on the same texts.
-Prints cosine hit@1, hit@3 and top-5 recall of both on MetaTool (its own catalog), LiveMCPBench and
-intents_dev (the 623-tool catalog), with each one's encoding time; writes bench/out/encoders.json.
+Prints cosine hit@1, hit@3 (and R@5 where a set has gold groups) of both on MetaTool (its own
+catalog), LiveMCPBench and intents_dev (the 623-tool catalog), with each one's encoding time;
+writes bench/out/encoders.json.
 MPNet vectors are cached in bench/out/vectors-mpnet.npz by text hash.
 """
 
@@ -32,7 +33,7 @@ import numpy as np
 from tokenizers import Tokenizer
 
 from _catalog import DATA, OUT
-from toolcrib.search.evaluate import catalog_docs, public_id
+from toolcrib.search.evaluate import RANKED_DEPTH, Ranking, catalog_docs, metrics, public_id
 from toolcrib.search.fitting import read_jsonl
 from toolcrib.search.semantic import doc_text
 from toolcrib.search.vectors import MiniLM
@@ -178,40 +179,28 @@ def _cached(model: MPNet) -> Any:
 
 
 def _evaluate(catalog: str, queries: str, encoders: dict[str, Any]) -> dict[str, Any]:
+    """Each encoder's cosine ranking of ``queries`` over ``catalog``, scored by the project's own
+    ``metrics`` (hit@1, hit@3 over positives; R@5 over LiveMCPBench's gold groups)."""
     docs = [d for v in catalog_docs(read_jsonl(DATA / catalog)).values() for d in v]
-    slot = {d.public_name: i for i, d in enumerate(docs)}
+    names = [d.public_name for d in docs]
     rows = read_jsonl(DATA / queries)
     out = {}
     for name, encode in encoders.items():
         start = time.perf_counter()
         tools, asked = encode([doc_text(d) for d in docs]), encode([r["query"][:1000] for r in rows])
         seconds = time.perf_counter() - start
-        hits1 = hits3 = recall = 0.0
-        counted = 0
-        for row, scores in zip(rows, asked @ tools.T, strict=True):
-            gold = {slot[public_id(g)] for g in row.get("gold") or () if public_id(g) in slot}
-            if not gold:
-                continue
-            top = [int(i) for i in np.argsort(-scores)[:5]]
-            counted += 1
-            hits1 += top[0] in gold
-            hits3 += bool(gold & set(top[:3]))
-            groups = [
-                {slot[public_id(g)] for g in grp if public_id(g) in slot}
-                for grp in row.get("gold_groups") or ()
-            ]
-            recall += (
-                float(np.mean([bool(g & set(top)) for g in groups]))
-                if groups
-                else len(gold & set(top)) / len(gold)
+        rankings = [
+            Ranking(
+                str(row["qid"]),
+                [names[int(i)] for i in np.argsort(-scores)[:RANKED_DEPTH]],
+                frozenset(public_id(g) for g in row.get("gold") or ()),
+                tuple(frozenset(public_id(g) for g in grp) for grp in row.get("gold_groups") or ()),
             )
-        out[name] = {
-            "hit@1": round(hits1 / counted, 3),
-            "hit@3": round(hits3 / counted, 3),
-            "top5_recall": round(recall / counted, 3),
-            "queries": counted,
-            "encode_seconds": round(seconds, 1),
-        }
+            for row, scores in zip(rows, asked @ tools.T, strict=True)
+        ]
+        figures = metrics(rankings)
+        out[name] = {k: figures[k] for k in ("hit@1", "hit@3", "r@5", "positives")}
+        out[name]["encode_seconds"] = round(seconds, 1)
     return out
 
 
