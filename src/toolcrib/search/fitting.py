@@ -293,7 +293,9 @@ def fit(examples: list[Example], semantic: bool, keep: float | None = None) -> F
     gw = np.array([share[e.set] / (positive_weight if e.positive else negative_weight) for e in examples])
     gate = _expand(fit_logistic(_gate_columns(gx, semantic), gy, gw), semantic, gate=True)
     logit = iter(gate.logit(gx).tolist())
-    probability = np.array([1.0 / (1.0 + np.exp(-next(logit))) if e.evidence else 0.0 for e in everything])
+    probability = np.array(
+        [1.0 / (1.0 + np.exp(-next(logit))) if e.evidence is not None else 0.0 for e in everything]
+    )
     threshold = _threshold(everything, probability)
     return FittedGate(
         ranker, scorer, gate, threshold=threshold, keep=KEEP if keep is None else keep, semantic=semantic
