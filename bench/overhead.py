@@ -209,11 +209,14 @@ async def _many(open_call: Callable[[], Any], n: int) -> AsyncIterator[list[Call
         yield [await stack.enter_async_context(open_call()) for _ in range(n)]
 
 
-def _direct_http(url: str) -> Callable[[], Any]:
+def _direct_http(url: str, token: str | None = None, tool: str = "echo_message") -> Callable[[], Any]:
+    """Sessions that call the upstream's echo tool at ``url`` (straight, or through a forwarder or
+    another gateway that names it ``tool``)."""
+
     @asynccontextmanager
     async def open_call() -> AsyncIterator[Call]:
-        async with _http_client(url) as client:
-            yield lambda: _call(client, "echo_message", {"message": "hello"})
+        async with _http_client(url, token) as client:
+            yield lambda: _call(client, tool, {"message": "hello"})
 
     return open_call
 
@@ -376,13 +379,7 @@ async def _contextforge_rows(upstream: str, args: argparse.Namespace) -> dict[st
     out: dict[str, Any] = {}
     for mode in ("stateful", "stateless"):
         with contextforge.running(upstream, stateful=mode == "stateful") as cf:
-
-            @asynccontextmanager
-            async def open_call(cf: contextforge.ContextForge = cf) -> AsyncIterator[Call]:
-                async with _http_client(cf.url, cf.token) as client:
-                    yield lambda: _call(client, cf.tool, {"message": "hello"})
-
-            side = await _side(open_call, args, cf.pid, None, clients=(16,))
+            side = await _side(_direct_http(cf.url, cf.token, cf.tool), args, cf.pid, None, clients=(16,))
             out[mode] = {
                 "version": cf.version,
                 "healthz_s": cf.healthz_s,
