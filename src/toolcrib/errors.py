@@ -17,7 +17,9 @@ ToolcribError                      (code: "internal")
 │   │   └── UpstreamAuthFailed     upstream_error        (the upstream refused the connection's credentials)
 │   ├── NeedsReauth                needs_reauth          (names the account and the URL to fix it)
 │   ├── UpstreamTimeout            upstream_timeout
-│   ├── RateLimited                rate_limited
+│   ├── RateLimited                rate_limited          (says when to retry: retry_after)
+│   ├── ToolChanged                tool_changed          (the definition changed since it was accepted)
+│   ├── Cancelled                  cancelled
 │   ├── TooLarge                   too_large
 │   ├── ApprovalRequired           approval_required     (names the approval id and link)
 │   ├── ApprovalDeclined           approval_declined     (the member declined, or the approval is spent)
@@ -38,11 +40,13 @@ Library errors (sqlite3, SQLAlchemy, httpx2, the MCP SDK) are translated at the 
 
 from __future__ import annotations
 
+import math
 from typing import Any, ClassVar
 
 __all__ = [
     "ApprovalDeclined",
     "ApprovalRequired",
+    "Cancelled",
     "CatalogError",
     "CatalogRefused",
     "ConfigError",
@@ -64,6 +68,7 @@ __all__ = [
     "StoreBusy",
     "StoreError",
     "TooLarge",
+    "ToolChanged",
     "ToolRefused",
     "ToolcribError",
     "Unauthenticated",
@@ -212,7 +217,29 @@ class UpstreamTimeout(InBandError):
 
 
 class RateLimited(InBandError):
+    """A rate limit is spent (R-7.10); ``retry_after`` seconds from now the call may pass."""
+
     code: ClassVar[str] = "rate_limited"
+
+    def __init__(self, message: str, retry_after: float) -> None:
+        super().__init__(message)
+        self.retry_after = max(1, math.ceil(retry_after))
+
+    def extra(self) -> dict[str, Any]:
+        return {"retry_after": self.retry_after}
+
+
+class ToolChanged(InBandError):
+    """The upstream changed the tool's definition since it was accepted (R-13.4): it is held until
+    an admin accepts the change."""
+
+    code: ClassVar[str] = "tool_changed"
+
+
+class Cancelled(InBandError):
+    """The caller cancelled the call (R-3.3); also its audit outcome."""
+
+    code: ClassVar[str] = "cancelled"
 
 
 class TooLarge(InBandError):

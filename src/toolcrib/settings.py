@@ -151,6 +151,62 @@ class Settings(BaseSettings):
     log_level: str = "INFO"
     """Logging level of the gateway process."""
 
+    deny_private_addresses: bool = False
+    """Refuse upstream URLs, OAuth discovery and every fetch on someone's behalf that resolve to a
+    private or loopback address too (R-13.5). Link-local and cloud-metadata addresses are refused
+    whatever this says."""
+
+    trusted_proxies: list[str] = Field(default_factory=list)
+    """Addresses (or CIDR ranges) of reverse proxies whose ``X-Forwarded-Proto`` and
+    ``X-Forwarded-For`` are believed: behind a TLS-terminating proxy listed here, the console's
+    cookie is ``Secure`` and rate limits see the client's own address. Empty: no proxy is trusted."""
+
+    signin_per_minute: int = Field(default=20, ge=1, le=100_000)
+    """Requests per minute one client address may make to the sign-in endpoints (the console's
+    sign-in, ``/authorize``, ``/token``, ``/register``, the identity provider's callback; R-7.10)."""
+
+    oidc_issuer: str | None = None
+    """The organization's OpenID Provider (R-7.7): its issuer URL, whose
+    ``/.well-known/openid-configuration`` is read. Unset: people sign in with a personal access
+    token instead."""
+
+    oidc_client_id: str | None = None
+    """The client id toolcrib was registered with at the OpenID Provider."""
+
+    oidc_client_secret: str | None = None
+    """The client secret toolcrib was registered with at the OpenID Provider (unset: a public client)."""
+
+    oidc_scopes: str = "openid email profile"
+    """Scopes asked of the OpenID Provider at sign-in (add ``groups`` where the provider needs it
+    to put the group claim in the ID token)."""
+
+    oidc_role_claim: str = "groups"
+    """The ID token claim listing the person's groups (R-7.8)."""
+
+    oidc_role_map: str = ""
+    """Groups to roles, ``"tc-admins=admin,staff=member"``: a person gets the highest role any of
+    their groups maps to (R-7.8)."""
+
+    oidc_default_role: str | None = None
+    """The role of a person none of whose groups is mapped; unset: such a person is refused, with a
+    page that says why (R-7.8)."""
+
+    oidc_allowed_domains: list[str] = Field(default_factory=list)
+    """E-mail domains whose people may sign in (empty: any domain the provider vouches for)."""
+
+    oauth_access_token_seconds: int = Field(default=3600, ge=60, le=86_400)
+    """Lifetime of an access token toolcrib's authorization server issues (R-7.7)."""
+
+    oauth_refresh_token_days: float = Field(default=30.0, gt=0, le=365)
+    """Lifetime of a refresh token toolcrib issues; each use rotates it (a reused one revokes its
+    grant, R-7.7)."""
+
+    oauth_clients_per_address: int = Field(default=20, ge=1, le=100_000)
+    """Dynamic client registrations one client address may make per day (R-7.7)."""
+
+    oauth_unused_client_days: float = Field(default=7.0, gt=0, le=365)
+    """A registered client that never got a grant is forgotten after this many days."""
+
     @field_validator("policy_cache_seconds")
     @classmethod
     def _cache_bound(cls, value: float) -> float:

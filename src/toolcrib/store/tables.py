@@ -16,6 +16,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    false,
 )
 
 __all__ = [
@@ -31,10 +32,18 @@ __all__ = [
     "leases",
     "members",
     "metadata",
+    "oauth_clients",
+    "oauth_codes",
+    "oauth_consents",
     "oauth_pending",
+    "oauth_tokens",
     "overrides",
+    "rate_buckets",
+    "rate_limits",
     "restrictions",
     "results",
+    "single_use",
+    "tool_pins",
     "tools",
     "upstream_tokens",
     "vectors",
@@ -59,6 +68,8 @@ connections = Table(
     Column("updated_at", Float, nullable=False),
     Column("auth", String(20), nullable=True),  # None (static credentials) | oauth
     Column("authorize_url", Text, nullable=True),  # the link that authorizes it, while one is pending
+    # What a sync does with a tool new to this connection: accept | review | off (no pinning)
+    Column("pinning", String(10), nullable=False, default="accept", server_default="accept"),
 )
 
 tools = Table(
@@ -79,6 +90,13 @@ members = Table(
     Column("role", String(20), nullable=False),
     Column("status", String(20), nullable=False),  # active | suspended | removed
     Column("created_at", Float, nullable=False),
+    # A member from the identity provider: named by e-mail, re-mapped at each sign-in
+    # unless an admin pinned the role.
+    Column("email", String(320), nullable=True),
+    Column("subject", String(255), nullable=True),
+    Column("issuer", String(512), nullable=True),
+    Column("source", String(10), nullable=False, default="local", server_default="local"),  # local | oidc
+    Column("role_pinned", Boolean, nullable=False, default=False, server_default=false()),
 )
 
 grants = Table(
@@ -92,6 +110,9 @@ grants = Table(
     Column("created_at", Float, nullable=False),
     Column("expires_at", Float, nullable=True),
     Column("revoked_at", Float, nullable=True),
+    Column("client_id", String(512), nullable=True),  # an OAuth grant: the client the member consented to
+    Column("last_used_at", Float, nullable=True),
+    Index("ix_grants_member", "member"),
 )
 
 handles = Table(
@@ -124,7 +145,9 @@ frozen = Table(
     Column("account", String(40), primary_key=True),
     Column("tool", String(256), primary_key=True),
     Column("param", String(256), primary_key=True),
-    Column("value", JSON, nullable=True),
+    Column("value", JSON, nullable=True),  # NULL for a secret value, which is in ``sealed``
+    Column("secret", Boolean, nullable=False, default=False, server_default=false()),
+    Column("sealed", Text, nullable=True),  # the secret value, Fernet-sealed like connection secrets
 )
 
 overrides = Table(
@@ -154,6 +177,7 @@ audit = Table(
     Column("error_code", String(40), nullable=True),
     Column("target_id", String(200), nullable=True),
     Column("instance", String(40), nullable=True),  # the gateway process that opened the row
+    Column("kind", String(10), nullable=False, default="call", server_default="call"),  # call | admin
     Index("ix_audit_member", "member"),
     Index("ix_audit_account", "account"),
     Index("ix_audit_started_at", "started_at"),
@@ -229,7 +253,15 @@ oauth_pending = Table(
     Column("answer", Text, nullable=True),
     Column("created_at", Float, nullable=False),
     Column("expires_at", Float, nullable=False),
+    # Bound to who started it: the gateway's own start link (hashed, single use), the
+    # provider's authorize URL sealed, and the hash of the cookie of the browser that confirmed it.
+    Column("starter", String(80), nullable=True),
+    Column("link_sha256", String(64), nullable=True),
+    Column("link_used", Boolean, nullable=False, default=False, server_default=false()),
+    Column("browser_sha256", String(64), nullable=True),
+    Column("authorize_url", Text, nullable=True),
     Index("ix_oauth_pending_expires_at", "expires_at"),
+    Index("ix_oauth_pending_link_sha256", "link_sha256", unique=True),
 )
 
 approval_rules = Table(
@@ -260,6 +292,110 @@ approvals = Table(
     # the approval is used or declined (an expired one is deleted by housekeeping).
     Column("arguments", Text, nullable=True),
     Index("ix_approvals_member_operation", "member", "operation"),
+)
+
+tool_pins = Table(
+    "tool_pins",
+    metadata,
+    # Pinned tool definitions: the definition accepted (description, input schema,
+    # annotations) and its digest; what the upstream offers now when it differs; a rejected digest.
+    Column("account", String(40), ForeignKey("connections.name", ondelete="CASCADE"), primary_key=True),
+    Column("tool", String(256), primary_key=True),
+    Column("accepted", JSON, nullable=True),
+    Column("accepted_sha256", String(64), nullable=True),
+    Column("offered", JSON, nullable=True),
+    Column("offered_sha256", String(64), nullable=True),
+    Column("rejected_sha256", String(64), nullable=True),
+    Column("changed_at", Float, nullable=True),
+)
+
+rate_limits = Table(
+    "rate_limits",
+    metadata,
+    # calls per minute and per day, narrowed to a member or a role, an account and a tool.
+    Column("id", String(40), primary_key=True),
+    Column("member", String(80), nullable=True),
+    Column("role", String(20), nullable=True),
+    Column("account", String(40), nullable=True),
+    Column("tool", String(256), nullable=True),
+    Column("per_minute", Integer, nullable=True),
+    Column("per_day", Integer, nullable=True),
+    Column("created_at", Float, nullable=False),
+)
+
+rate_buckets = Table(
+    "rate_buckets",
+    metadata,
+    # One bucket per (rule, period, member): its GCRA theoretical arrival time (PostgreSQL replicas).
+    Column("key", String(200), primary_key=True),
+    Column("tat", Float, nullable=False),
+    Index("ix_rate_buckets_tat", "tat"),
+)
+
+oauth_clients = Table(
+    "oauth_clients",
+    metadata,
+    # Clients of toolcrib's own authorization server: registered (RFC 7591) or described by
+    # a client ID metadata document (cached); the secret only as a hash.
+    Column("client_id", String(512), primary_key=True),
+    Column("kind", String(10), nullable=False),  # dcr | cimd
+    Column("info", JSON, nullable=False),
+    Column("secret_sha256", String(64), nullable=True),
+    Column("registered_from", String(64), nullable=True),
+    Column("created_at", Float, nullable=False),
+    Column("last_used_at", Float, nullable=True),
+    Column("fetched_at", Float, nullable=True),
+    Index("ix_oauth_clients_registered_from", "registered_from"),
+)
+
+oauth_codes = Table(
+    "oauth_codes",
+    metadata,
+    # Authorization codes, hashed and single use; ``grant_id`` once exchanged (a second use revokes it).
+    Column("code_sha256", String(64), primary_key=True),
+    Column("client_id", String(512), nullable=False),
+    Column("member", String(80), nullable=False),
+    Column("scopes", Text, nullable=False),
+    Column("code_challenge", String(128), nullable=False),
+    Column("redirect_uri", Text, nullable=False),
+    Column("redirect_explicit", Boolean, nullable=False),
+    Column("resource", Text, nullable=True),
+    Column("expires_at", Float, nullable=False),
+    Column("grant_id", String(40), nullable=True),
+    Index("ix_oauth_codes_expires_at", "expires_at"),
+)
+
+oauth_tokens = Table(
+    "oauth_tokens",
+    metadata,
+    # The access and refresh tokens of an OAuth grant, hashed; a rotated refresh token has ``used_at``.
+    Column("token_sha256", String(64), primary_key=True),
+    Column("grant_id", String(40), ForeignKey("grants.id", ondelete="CASCADE"), nullable=False),
+    Column("kind", String(10), nullable=False),  # access | refresh
+    Column("created_at", Float, nullable=False),
+    Column("expires_at", Float, nullable=True),
+    Column("used_at", Float, nullable=True),
+    Index("ix_oauth_tokens_grant_id", "grant_id"),
+    Index("ix_oauth_tokens_expires_at", "expires_at"),
+)
+
+oauth_consents = Table(
+    "oauth_consents",
+    metadata,
+    # "Remember for this client": the scopes a member consented to for a client.
+    Column("member", String(80), primary_key=True),
+    Column("client_id", String(512), primary_key=True),
+    Column("scopes", Text, nullable=False),
+    Column("created_at", Float, nullable=False),
+)
+
+single_use = Table(
+    "single_use",
+    metadata,
+    # Values that may be presented once (an OIDC ``state``, a start link), by hash, until they expire.
+    Column("value_sha256", String(64), primary_key=True),
+    Column("expires_at", Float, nullable=False),
+    Index("ix_single_use_expires_at", "expires_at"),
 )
 
 # Facts about the database itself, by name: the fingerprint of the secret key.
