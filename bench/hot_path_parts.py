@@ -37,6 +37,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "src")]
 
 from bench.overhead import _start_fixture, _stop  # noqa: E402
 from tests.e2e.inprocess import open_gateway, settings_for  # noqa: E402
+from tests.principals import OPERATOR  # noqa: E402
 
 from toolcrib.gateway import members  # noqa: E402
 from toolcrib.gateway.connections import add_connection, spec_of  # noqa: E402
@@ -99,7 +100,7 @@ async def run(calls: int) -> dict[str, Any]:
         with tempfile.TemporaryDirectory() as tmp:
             async with open_gateway(settings_for(Path(tmp), semantic=False)) as gw:
                 _, token = await members.init_owner(gw, "owner")
-                await add_connection(gw, "desk", connector="Helpdesk", url=url)
+                await add_connection(gw, "desk", connector="Helpdesk", url=url, actor=OPERATOR)
                 principal = await authenticate(gw, token)
                 session = gw.upstreams.session(spec_of(gw, gw.connections["desk"]))
                 arguments = {"message": "hello"}

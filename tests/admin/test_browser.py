@@ -23,6 +23,7 @@ from tests.conftest import FIXTURE_SERVER
 from tests.e2e.flow import audit_rows
 from tests.e2e.inprocess import open_gateway, owner_token, serve, settings_for
 from tests.e2e.mcpclient import connect, gateway_payload
+from tests.principals import OPERATOR
 from toolcrib.gateway import approvals, members
 from toolcrib.gateway.connections import add_connection
 from toolcrib.gateway.core import Gateway
@@ -62,8 +63,8 @@ async def served(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Serv
     )
     async with open_gateway(settings) as gw:
         owner = await owner_token(gw)
-        await members.add_member(gw, "mia", "member")
-        _, member = await members.create_token(gw, "mia", members.DEFAULT_SCOPES)
+        await members.add_member(gw, "mia", "member", actor=OPERATOR)
+        _, member = await members.create_token(gw, "mia", members.DEFAULT_SCOPES, actor=OPERATOR)
         async with serve(gw) as base:
             yield Served(gw, base, owner, member)
 
@@ -185,10 +186,14 @@ async def _held_call(served: Served, token: str, ticket: str) -> Any:
 async def test_14_in_a_real_browser_an_admin_approves_a_held_call_from_its_approval_link(
     served: Served,
 ) -> None:
-    row = await add_connection(served.gw, "ops", connector="Ops desk", command=list(FIXTURE_SERVER))
+    row = await add_connection(
+        served.gw, "ops", connector="Ops desk", command=list(FIXTURE_SERVER), actor=OPERATOR
+    )
     assert row.status == "active", row.reason
-    await approvals.set_approval_rule(served.gw, "destructive", account="ops")
-    _, mia = await members.create_token(served.gw, "mia", "mcp:tools mcp:read mcp:write mcp:destructive")
+    await approvals.set_approval_rule(served.gw, "destructive", account="ops", actor=OPERATOR)
+    _, mia = await members.create_token(
+        served.gw, "mia", "mcp:tools mcp:read mcp:write mcp:destructive", actor=OPERATOR
+    )
     ticket = 'TCK-2187 "close and wipe" <b>now</b>'
     held = gateway_payload(await _held_call(served, mia, ticket))["error"]
     assert held["code"] == "approval_required"

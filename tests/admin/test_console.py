@@ -18,6 +18,7 @@ import pytest
 from tests.admin.console import Console, console, hidden, sign_in
 from tests.conftest import Process
 from tests.e2e.inprocess import open_gateway, owner_token, settings_for
+from tests.principals import OPERATOR
 from tests.web.asgi import MCP_HEADERS, bearer, call_tool
 from toolcrib.gateway import members, restrictions
 from toolcrib.gateway.connections import add_connection
@@ -42,8 +43,8 @@ class Org:
 
     async def token(self, name: str, role: str, scopes: str = members.DEFAULT_SCOPES) -> str:
         if await member_store.get_member(self.c.gw.db, name) is None:
-            await members.add_member(self.c.gw, name, role)
-        return (await members.create_token(self.c.gw, name, scopes))[1]
+            await members.add_member(self.c.gw, name, role, actor=OPERATOR)
+        return (await members.create_token(self.c.gw, name, scopes, actor=OPERATOR))[1]
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +52,7 @@ async def org(tmp_path_factory: pytest.TempPathFactory, fixture_http: Process) -
     settings = settings_for(tmp_path_factory.mktemp("console"), policy_cache_seconds=0)
     async with open_gateway(settings) as gw:
         token = await owner_token(gw)
-        row = await add_connection(gw, "desk", connector=HOSTILE, url=fixture_http.url)
+        row = await add_connection(gw, "desk", connector=HOSTILE, url=fixture_http.url, actor=OPERATOR)
         assert row.status == "active", row.reason
         async with console(gw) as c:
             yield Org(c, token)
@@ -251,7 +252,9 @@ async def test_r7_6_revoking_the_token_ends_its_console_session(org: Org) -> Non
     http, _ = await org.c.signed_in(token)
     assert (await http.get("/admin/members")).status_code == 200
     admin, csrf = await org.c.signed_in(org.owner)
-    grant = next(g for g in await members.list_tokens(org.c.gw, "rhea") if g.revoked_at is None)
+    grant = next(
+        g for g in await members.list_tokens(org.c.gw, "rhea", actor=OPERATOR) if g.revoked_at is None
+    )
     revoked = await admin.post("/admin/tokens/revoke", data={"csrf": csrf, "id": grant.id})
     assert revoked.status_code == 303
     assert (await http.get("/admin/members")).status_code == 303
@@ -312,8 +315,10 @@ async def test_r8_6_the_playground_shows_a_withheld_tool_and_the_rule_behind_it(
     assert "desk__echo_message" in answer["restricted"]
     size = int(played.text.split('id="answer-bytes">', 1)[1].split("<", 1)[0])
     assert size == len(json.dumps(answer, ensure_ascii=False, separators=(",", ":")).encode())
-    rule = next(r for r in await restrictions.list_restrictions(org.c.gw) if r.target == "wes")
-    await restrictions.remove_restriction(org.c.gw, rule.id)
+    rule = next(
+        r for r in await restrictions.list_restrictions(org.c.gw, actor=OPERATOR) if r.target == "wes"
+    )
+    await restrictions.remove_restriction(org.c.gw, rule.id, actor=OPERATOR)
 
 
 async def test_13_audit_exports_select_by_filter_and_defuse_formulas(org: Org) -> None:
@@ -367,7 +372,7 @@ async def test_r14_1_the_savings_chart_draws_model_bytes_against_the_flat_listin
 
 
 async def test_r5_1_a_member_is_not_shown_a_forbidden_tool_on_the_connections_page(org: Org) -> None:
-    await restrictions.classify_tool(org.c.gw, "desk", "crash_server", "forbidden")
+    await restrictions.classify_tool(org.c.gw, "desk", "crash_server", "forbidden", actor=OPERATOR)
     try:
         member, _ = await org.c.signed_in(await org.token("fay", "member"))
         owner, _ = await org.c.signed_in(org.owner)
@@ -376,7 +381,7 @@ async def test_r5_1_a_member_is_not_shown_a_forbidden_tool_on_the_connections_pa
         row = shown.split("<code>desk__crash_server</code>", 1)[1].split("</tr>", 1)[0]
         assert "forbidden" in row
     finally:
-        await restrictions.classify_tool(org.c.gw, "desk", "crash_server", "write")
+        await restrictions.classify_tool(org.c.gw, "desk", "crash_server", "write", actor=OPERATOR)
 
 
 async def test_r7_3_a_grant_short_of_mcp_read_gets_the_code_not_a_crash(org: Org) -> None:

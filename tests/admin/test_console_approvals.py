@@ -25,6 +25,7 @@ from tests.admin.console import Console, console
 from tests.conftest import Process
 from tests.e2e.flow import audit_rows
 from tests.e2e.inprocess import open_gateway, owner_token, settings_for
+from tests.principals import OPERATOR
 from tests.web.asgi import bearer, call_tool, in_band_error
 from toolcrib.gateway import approvals, members
 from toolcrib.gateway.connections import add_connection
@@ -84,13 +85,13 @@ async def org(tmp_path_factory: pytest.TempPathFactory, fixture_http: Process) -
     settings = settings_for(folder, policy_cache_seconds=0)
     async with open_gateway(settings) as gw:
         owner = await owner_token(gw)
-        row = await add_connection(gw, "desk", connector="Desk", url=fixture_http.url)
+        row = await add_connection(gw, "desk", connector="Desk", url=fixture_http.url, actor=OPERATOR)
         assert row.status == "active", row.reason
-        await approvals.set_approval_rule(gw, "destructive", account="desk")
+        await approvals.set_approval_rule(gw, "destructive", account="desk", actor=OPERATOR)
         tokens = []
         for name, role in (("ada", "admin"), ("mia", "member")):
-            await members.add_member(gw, name, role)
-            tokens.append((await members.create_token(gw, name, ALL))[1])
+            await members.add_member(gw, name, role, actor=OPERATOR)
+            tokens.append((await members.create_token(gw, name, ALL, actor=OPERATOR))[1])
         async with console(gw) as c:
             yield Org(c, folder / "gw.db", owner, *tokens)
 
@@ -151,7 +152,7 @@ async def test_14_the_held_arguments_are_sealed_at_rest_and_forgotten_once_the_a
     assert sealed is not None
     assert ticket not in sealed
     assert org.c.gw.box.open(sealed) == {"ticket_id": ticket}
-    await approvals.approve(org.c.gw, held["approval_id"])
+    await approvals.approve(org.c.gw, held["approval_id"], actor=OPERATOR)
     assert org.sealed(held["approval_id"]) is not None  # approved, not used yet: still readable
     assert not (await org.run(ticket)).get("isError")
     assert org.sealed(held["approval_id"]) is None
@@ -187,7 +188,7 @@ async def test_r7_1_a_member_opening_an_approval_link_gets_the_denied_page_and_c
         posted = await mia.post(f"{_path(held)}/{verb}", data={"csrf": csrf})
         assert posted.status_code == 403
         assert "<code>permission_required</code>" in posted.text
-    approval = await approvals.get_approval(org.c.gw, held["approval_id"])
+    approval = await approvals.get_approval(org.c.gw, held["approval_id"], actor=OPERATOR)
     assert approval.status == "pending"
 
 
@@ -204,7 +205,7 @@ async def test_14_an_approve_post_without_the_sessions_csrf_token_approves_nothi
         answer = await admin.post(f"{_path(held)}/approve", data=data, headers=headers)
         assert answer.status_code == 403
         assert "<code>csrf_failed</code>" in answer.text
-    approval = await approvals.get_approval(org.c.gw, held["approval_id"])
+    approval = await approvals.get_approval(org.c.gw, held["approval_id"], actor=OPERATOR)
     assert (approval.status, approval.approved_by) == ("pending", None)
 
 

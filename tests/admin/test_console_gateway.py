@@ -9,6 +9,7 @@ import pytest
 from tests.admin.console import console
 from tests.conftest import Process
 from tests.e2e.inprocess import open_gateway, owner_token, settings_for
+from tests.principals import OPERATOR
 from toolcrib.errors import ConfigError, PermissionRequired
 from toolcrib.gateway import members
 from toolcrib.gateway.connections import add_connection
@@ -24,9 +25,9 @@ pytestmark = pytest.mark.anyio
 async def test_r7_1_only_an_owner_reactivates_a_suspended_owner(tmp_path: Path) -> None:
     async with open_gateway(settings_for(tmp_path)) as gw:
         await owner_token(gw)
-        await members.add_member(gw, "olga", "owner")
-        await members.add_member(gw, "adam", "admin")
-        await members.suspend_member(gw, "olga")
+        await members.add_member(gw, "olga", "owner", actor=OPERATOR)
+        await members.add_member(gw, "adam", "admin", actor=OPERATOR)
+        await members.suspend_member(gw, "olga", actor=OPERATOR)
         admin = await operator_principal(gw, "adam")
         with pytest.raises(PermissionRequired) as refused:
             await members.reactivate_member(gw, "olga", admin)
@@ -36,7 +37,7 @@ async def test_r7_1_only_an_owner_reactivates_a_suspended_owner(tmp_path: Path) 
         assert olga is not None
         assert olga.status == "active"
         with pytest.raises(ConfigError):  # an active member is not reactivated
-            await members.reactivate_member(gw, "olga")
+            await members.reactivate_member(gw, "olga", actor=OPERATOR)
 
 
 async def test_r5_1_searching_as_a_member_uses_their_grants_scopes(
@@ -45,10 +46,12 @@ async def test_r5_1_searching_as_a_member_uses_their_grants_scopes(
     async with open_gateway(settings_for(tmp_path, policy_cache_seconds=0)) as gw:
         await owner_token(gw)
         assert (
-            await add_connection(gw, "desk", connector="Helpdesk", url=fixture_http.url)
+            await add_connection(gw, "desk", connector="Helpdesk", url=fixture_http.url, actor=OPERATOR)
         ).status == "active"
-        await members.add_member(gw, "rita", "member")
-        await members.create_token(gw, "rita", "mcp:tools mcp:read")  # no mcp:write: write tools stay hidden
+        await members.add_member(gw, "rita", "member", actor=OPERATOR)
+        await members.create_token(
+            gw, "rita", "mcp:tools mcp:read", actor=OPERATOR
+        )  # no mcp:write: write tools stay hidden
         owner = await operator_principal(gw)
         as_rita = await search_as(gw, owner, "rita", "add two numbers", 5)
         as_owner = await search_as(gw, owner, owner.member, "add two numbers", 5)
@@ -61,7 +64,7 @@ async def test_r5_1_searching_as_a_member_uses_their_grants_scopes(
 async def test_r7_1_a_member_cannot_search_as_someone_else(tmp_path: Path) -> None:
     async with open_gateway(settings_for(tmp_path)) as gw:
         await owner_token(gw)
-        await members.add_member(gw, "max", "member")
+        await members.add_member(gw, "max", "member", actor=OPERATOR)
         with pytest.raises(PermissionRequired):
             await search_as(gw, await operator_principal(gw, "max"), "owner", "anything")
 

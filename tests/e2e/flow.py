@@ -19,6 +19,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from tests.conftest import FIXTURE_SERVER
 from tests.e2e.inprocess import open_gateway, owner_token, serve, settings_for
+from tests.principals import OPERATOR
 from toolcrib.gateway.connections import add_connection
 from toolcrib.gateway.core import Gateway
 from toolcrib.store import audit as audit_store
@@ -41,7 +42,7 @@ async def desk_gateway(
     )
     async with open_gateway(settings, clock) as gw:
         owner = await owner_token(gw)
-        row = await add_connection(gw, "desk", connector="Helpdesk", command=FIXTURE_SERVER)
+        row = await add_connection(gw, "desk", connector="Helpdesk", command=FIXTURE_SERVER, actor=OPERATOR)
         assert row.status == "active", row.reason
         async with serve(gw) as base:
             yield Served(gw, base, owner)

@@ -13,6 +13,7 @@ import httpx2
 from tests.conftest import Process
 from tests.e2e.inprocess import open_gateway, owner_token, serve, settings_for
 from tests.e2e.mcpclient import connect, gateway_payload
+from tests.principals import OPERATOR
 from toolcrib.gateway import members, restrictions
 from toolcrib.gateway.connections import add_connection
 from toolcrib.gateway.core import Gateway
@@ -37,9 +38,9 @@ class Org:
     async def token(self, name: str, role: str = "member", scopes: str = ALL_SCOPES) -> str:
         """A fresh personal access token of ``name`` (created with ``role`` on first use)."""
         if name not in self._members:
-            await members.add_member(self.gw, name, role)
+            await members.add_member(self.gw, name, role, actor=OPERATOR)
             self._members.add(name)
-        _, token = await members.create_token(self.gw, name, scopes)
+        _, token = await members.create_token(self.gw, name, scopes, actor=OPERATOR)
         return token
 
     async def call(self, token: str, name: str, arguments: dict[str, Any] | None = None) -> Any:
@@ -62,10 +63,10 @@ class Org:
             return [t.name for t in (await client.list_tools()).tools]
 
     async def block(self, **rule: Any) -> str:
-        return (await restrictions.add_restriction(self.gw, effect="block", **rule)).id
+        return (await restrictions.add_restriction(self.gw, effect="block", actor=OPERATOR, **rule)).id
 
     async def allow(self, **rule: Any) -> str:
-        return (await restrictions.add_restriction(self.gw, effect="allow", **rule)).id
+        return (await restrictions.add_restriction(self.gw, effect="allow", actor=OPERATOR, **rule)).id
 
 
 @asynccontextmanager
@@ -77,7 +78,7 @@ async def organization(
     settings = settings_for(tmp_path, **{"policy_cache_seconds": 0, "connect_timeout_seconds": 5, **values})
     async with open_gateway(settings, clock) as gw:
         owner = await owner_token(gw)
-        row = await add_connection(gw, "desk", connector="Helpdesk", url=upstream.url)
+        row = await add_connection(gw, "desk", connector="Helpdesk", url=upstream.url, actor=OPERATOR)
         assert row.status == "active", row.reason
         async with serve(gw) as base:
             yield Org(gw, base, owner, upstream.url, settings.database_url)

@@ -15,6 +15,7 @@ from sqlalchemy import select
 from tests.e2e.flow import Served, audit_rows, client, desk_gateway, read_marker
 from tests.e2e.mcpclient import gateway_payload
 from tests.e2e.org import ALL_SCOPES, PREFIX
+from tests.principals import OPERATOR
 from toolcrib.gateway import members
 from toolcrib.gateway.core import Gateway
 from toolcrib.store.tables import approvals
@@ -25,8 +26,8 @@ PURGE = "desk__purge_records"
 
 
 async def _member(served: Served, name: str = "mia", role: str = "member") -> str:
-    await members.add_member(served.gw, name, role)
-    return (await members.create_token(served.gw, name, ALL_SCOPES))[1]
+    await members.add_member(served.gw, name, role, actor=OPERATOR)
+    return (await members.create_token(served.gw, name, ALL_SCOPES, actor=OPERATOR))[1]
 
 
 async def _require_destructive(served: Served) -> None:

@@ -10,6 +10,7 @@ from sqlalchemy import select
 
 from tests.conftest import PYTHON
 from tests.e2e.inprocess import open_gateway, owner_token, settings_for
+from tests.principals import OPERATOR
 from toolcrib.gateway.connections import add_connection
 from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.execute import execute_tool
@@ -30,7 +31,11 @@ async def test_r11_1_another_process_starting_leaves_a_live_call_pending(tmp_pat
     async with open_gateway(settings) as serving:
         await owner_token(serving)
         await add_connection(
-            serving, "desk", connector="Helpdesk", command=[PYTHON, "-m", "tests.fixtures.fixture_server"]
+            serving,
+            "desk",
+            connector="Helpdesk",
+            command=[PYTHON, "-m", "tests.fixtures.fixture_server"],
+            actor=OPERATOR,
         )
         principal = await operator_principal(serving, None)
         async with anyio.create_task_group() as tg:

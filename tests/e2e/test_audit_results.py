@@ -27,6 +27,7 @@ from tests.conftest import FIXTURE_SERVER, Process, cli, start_gateway
 from tests.e2e.inprocess import open_gateway, owner_token, serve, settings_for
 from tests.e2e.mcpclient import connect, error_code, gateway_payload, payload
 from tests.fixtures.fixture_server import JWT_SHAPED
+from tests.principals import OPERATOR
 from toolcrib.gateway.audit import target_id
 from toolcrib.gateway.connections import add_connection
 from toolcrib.gateway.core import Gateway
@@ -70,8 +71,8 @@ def file_bytes(path: Path) -> bytes:
 
 
 async def member_token(gw: Gateway, name: str, role: str = "member", scopes: str = MEMBER_SCOPES) -> str:
-    await add_member(gw, name, role)
-    _, token = await create_token(gw, name, scopes)
+    await add_member(gw, name, role, actor=OPERATOR)
+    _, token = await create_token(gw, name, scopes, actor=OPERATOR)
     return token
 
 
@@ -132,9 +133,11 @@ async def _prepare_load(tmp_path: Path, fixture_url: str) -> tuple[list[str], st
     and the owner's token (it reads /metrics)."""
     async with open_gateway(settings_for(tmp_path)) as gw:
         owner = await owner_token(gw)
-        await add_connection(gw, "desk-a", connector="Helpdesk", command=FIXTURE_SERVER)
-        await add_connection(gw, "desk-b", connector="Helpdesk", url=fixture_url)
-        await add_restriction(gw, effect="block", target_kind="role", target="member", tool="reveal_config")
+        await add_connection(gw, "desk-a", connector="Helpdesk", command=FIXTURE_SERVER, actor=OPERATOR)
+        await add_connection(gw, "desk-b", connector="Helpdesk", url=fixture_url, actor=OPERATOR)
+        await add_restriction(
+            gw, effect="block", target_kind="role", target="member", tool="reveal_config", actor=OPERATOR
+        )
         return [await member_token(gw, f"load-{i:02d}") for i in range(CLIENTS)], owner
 
 
@@ -224,7 +227,7 @@ async def test_r11_1_gateway_killed_during_upstream_call_leaves_one_unknown_row_
 ) -> None:
     async with open_gateway(settings_for(tmp_path)) as gw:
         token = await owner_token(gw)
-        await add_connection(gw, "desk", connector="Helpdesk", url=fixture_http.url)
+        await add_connection(gw, "desk", connector="Helpdesk", url=fixture_http.url, actor=OPERATOR)
     db_url = settings_for(tmp_path).database_url
     path = db_path(db_url)
     failures: list[BaseException] = []
@@ -352,7 +355,7 @@ async def test_r12_1_r12_3_big_results_are_capped_stored_and_paged_for_their_mem
     now = [time.time()]
     async with open_gateway(settings_for(tmp_path), clock=lambda: now[0]) as gw:
         await owner_token(gw)
-        await add_connection(gw, "desk", connector="Helpdesk", url=fixture_http.url)
+        await add_connection(gw, "desk", connector="Helpdesk", url=fixture_http.url, actor=OPERATOR)
         reader, other = await member_token(gw, "reader"), await member_token(gw, "other")
         stored: dict[str, str] = {}
         async with serve(gw) as base, connect(base, reader) as client, connect(base, other) as intruder:
@@ -372,7 +375,9 @@ async def test_r12_1_r12_3_big_results_are_capped_stored_and_paged_for_their_mem
             assert len(set(stored.values())) == 5
             assert len(result_rows(db_path(gw))) == 5
 
-            await add_restriction(gw, effect="block", target_kind="role", target="member", tool="big_result")
+            await add_restriction(
+                gw, effect="block", target_kind="role", target="member", tool="big_result", actor=OPERATOR
+            )
             now[0] += gw.settings.policy_cache_seconds + 1  # the policy cache time has passed (R-7.6)
             for result_id in stored.values():
                 refused = await client.call_tool(READ_RESULT, {"result_id": result_id})
@@ -440,8 +445,8 @@ async def test_r11_2_entry_holds_account_reached_target_id_classification_and_no
     marker, email = "confidential-marker-7d3e91", "ann.marker@example.com"
     async with open_gateway(settings_for(tmp_path, upstream_timeout_seconds=2)) as gw:
         token = await owner_token(gw)
-        await add_connection(gw, "desk-a", connector="Helpdesk", command=FIXTURE_SERVER)
-        await add_connection(gw, "desk-b", connector="Desk HTTP", url=fixture_http.url)
+        await add_connection(gw, "desk-a", connector="Helpdesk", command=FIXTURE_SERVER, actor=OPERATOR)
+        await add_connection(gw, "desk-b", connector="Desk HTTP", url=fixture_http.url, actor=OPERATOR)
         path = db_path(gw)
         async with serve(gw) as base, connect(base, token) as client:
             found = payload(
@@ -467,7 +472,7 @@ async def test_r11_2_entry_holds_account_reached_target_id_classification_and_no
     expected = {
         "member": "owner", "grant_id": found_grant[0].id, "account": "desk-b", "connector": "Desk HTTP",
         "operation": "desk-b__delete_ticket", "classification": "destructive", "approved": 1,
-        "outcome": "ok", "error_code": None, "target_id": "T-4242", "approved_by": None,
+        "outcome": "ok", "error_code": None, "target_id": "T-4242", "approved_by": None, "kind": "call",
     }  # fmt: skip
     assert {k: delete[k] for k in expected} == expected
     # nothing else; `instance` names the gateway process that made the call, not the caller's input
@@ -492,7 +497,7 @@ async def test_r11_2_start_finish_and_duration_come_from_the_gateway_clock(
     frozen = 1_700_000_000.0
     async with open_gateway(settings_for(tmp_path), clock=lambda: frozen) as gw:
         token = await owner_token(gw)
-        await add_connection(gw, "desk", connector="Helpdesk", url=fixture_http.url)
+        await add_connection(gw, "desk", connector="Helpdesk", url=fixture_http.url, actor=OPERATOR)
         async with serve(gw) as base, connect(base, token) as client:
             slow = await execute(client, "desk__slow_operation", {"seconds": 0.3})
             assert not slow.is_error
@@ -517,8 +522,8 @@ async def test_r11_3_audit_search_by_account_outcome_member_since_export_and_ove
 ) -> None:
     async with open_gateway(settings_for(tmp_path)) as gw:
         owner = await owner_token(gw)
-        await add_connection(gw, "desk-a", connector="Helpdesk", command=FIXTURE_SERVER)
-        await add_connection(gw, "desk-b", connector="Helpdesk", url=fixture_http.url)
+        await add_connection(gw, "desk-a", connector="Helpdesk", command=FIXTURE_SERVER, actor=OPERATOR)
+        await add_connection(gw, "desk-b", connector="Helpdesk", url=fixture_http.url, actor=OPERATOR)
         alice = await member_token(gw, "alice")
         ada = await member_token(gw, "ada", role="admin", scopes="mcp:read")
         audra = await member_token(gw, "audra", role="auditor", scopes="mcp:read")
@@ -587,8 +592,8 @@ async def test_r14_1_metrics_count_requests_latency_searches_upstream_failures_a
 ) -> None:
     async with open_gateway(settings_for(tmp_path, upstream_timeout_seconds=2)) as gw:
         owner = await owner_token(gw)
-        await add_connection(gw, "desk-a", connector="Helpdesk", command=FIXTURE_SERVER)
-        await add_connection(gw, "desk-b", connector="Helpdesk", url=fixture_http.url)
+        await add_connection(gw, "desk-a", connector="Helpdesk", command=FIXTURE_SERVER, actor=OPERATOR)
+        await add_connection(gw, "desk-b", connector="Helpdesk", url=fixture_http.url, actor=OPERATOR)
         alice = await member_token(gw, "alice")
         async with serve(gw) as base:
             async with connect(base, alice) as client:

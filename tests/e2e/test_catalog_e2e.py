@@ -16,6 +16,7 @@ from tests.conftest import PYTHON, start_fixture_http
 from tests.e2e.inprocess import open_gateway, owner_token, serve, settings_for
 from tests.e2e.mcpclient import connect, error_code, gateway_payload, payload
 from tests.fixtures.giant_tool import GIANT_TOOL_NAME, LURE_MARKERS
+from tests.principals import OPERATOR
 from toolcrib.gateway import members
 from toolcrib.gateway.connections import add_connection, refresh_connection
 from toolcrib.gateway.core import Gateway
@@ -36,7 +37,7 @@ class Clock:
 
 async def _desk(gw: Gateway, state: Path | None = None, name: str = "desk") -> None:
     env = {"FIXTURE_STATE_FILE": str(state)} if state else {}
-    row = await add_connection(gw, name, connector="Helpdesk", command=FIXTURE, env=env)
+    row = await add_connection(gw, name, connector="Helpdesk", command=FIXTURE, env=env, actor=OPERATOR)
     assert row.status == "active", row.reason
 
 
@@ -46,14 +47,14 @@ async def test_r4_2_catalog_over_5000_tools_is_refused_and_previous_catalog_stay
         await _desk(gw, state)
         before = set(gw.catalogs["desk"])
         state.write_text(json.dumps({"extra_tools": 5001}))
-        row = await refresh_connection(gw, "desk")
+        row = await refresh_connection(gw, "desk", principal=OPERATOR)
         assert row.status == "error"
         assert row.reason is not None
         assert "5,000" in row.reason
         assert set(gw.catalogs["desk"]) == before  # the previous catalog is kept, not live
         assert len(gw.index) == 0
         state.write_text(json.dumps({"extra_tools": 3}))
-        assert (await refresh_connection(gw, "desk")).status == "active"
+        assert (await refresh_connection(gw, "desk", principal=OPERATOR)).status == "active"
         assert len(gw.catalogs["desk"]) == len(before) + 3
 
 
@@ -91,8 +92,8 @@ async def test_r5_10_handle_expires_after_10_minutes(tmp_path: Path) -> None:
 async def test_r5_10_another_members_handle_is_not_found(tmp_path: Path) -> None:
     async with open_gateway(settings_for(tmp_path)) as gw:
         owner = await owner_token(gw)
-        await members.add_member(gw, "bea", "member")
-        _, bea = await members.create_token(gw, "bea", "mcp:tools,mcp:read,mcp:write")
+        await members.add_member(gw, "bea", "member", actor=OPERATOR)
+        _, bea = await members.create_token(gw, "bea", "mcp:tools,mcp:read,mcp:write", actor=OPERATOR)
         await _desk(gw)
         async with serve(gw) as base:
             async with connect(base, owner) as client:
@@ -114,7 +115,7 @@ async def test_r5_10_changed_upstream_schema_answers_schema_changed(tmp_path: Pa
             found = gateway_payload(await client.call_tool("search_tools", {"query": "echo a message back"}))
             card = next(c for c in found["results"] if c["name"] == "desk__echo_message")
             state.write_text(json.dumps({"variant": "loud"}))
-            await refresh_connection(gw, "desk")
+            await refresh_connection(gw, "desk", principal=OPERATOR)
             args = {"action_id": card["action_id"], "arguments": {"message": "hi"}}
             assert error_code(await client.call_tool("execute_tool", args)) == "schema_changed"
             again = gateway_payload(await client.call_tool("search_tools", {"query": "echo a message back"}))
@@ -190,13 +191,15 @@ async def test_r13_1_refused_credentials_set_needs_reauth_and_the_tools_are_abse
     try:
         async with open_gateway(settings_for(tmp_path)) as gw:
             token = await owner_token(gw)
-            row = await add_connection(gw, "locked", connector="Helpdesk", url=guarded.url)
+            row = await add_connection(gw, "locked", connector="Helpdesk", url=guarded.url, actor=OPERATOR)
             assert row.status == "needs_reauth"
             assert row.reason is not None
             assert "401" in row.reason
             good = {"Authorization": "Bearer open-sesame-42"}
             assert (
-                await add_connection(gw, "opened", connector="Helpdesk", url=guarded.url, headers=good)
+                await add_connection(
+                    gw, "opened", connector="Helpdesk", url=guarded.url, headers=good, actor=OPERATOR
+                )
             ).status == ("active")
             async with serve(gw) as base, connect(base, token) as client:
                 found = gateway_payload(await client.call_tool("search_tools", {"query": "add two numbers"}))

@@ -25,6 +25,7 @@ from mcp.shared.exceptions import MCPError
 from tests.conftest import Process, cli, free_port
 from tests.e2e.mcpclient import error_code, payload
 from tests.e2e.org import ALL_SCOPES, PREFIX, READ_TOOL, Org, add_call, error_of, names_of, organization, rpc
+from tests.principals import OPERATOR
 from toolcrib.gateway import members, reach, restrictions
 from toolcrib.gateway.connections import add_connection
 from toolcrib.policy.restrictions import Decision
@@ -131,7 +132,7 @@ async def test_r8_2_role_allowlist_naming_one_tool_withholds_every_other_tool_an
     tmp_path: Path, fixture_http: Process
 ) -> None:
     async with organization(tmp_path, fixture_http) as org:
-        await add_connection(org.gw, "desk-two", connector="Helpdesk", url=org.upstream)
+        await add_connection(org.gw, "desk-two", connector="Helpdesk", url=org.upstream, actor=OPERATOR)
         mia = await org.token("mia")
         await org.allow(target_kind="role", target="member", account="desk", tool="add_numbers")
         assert payload(await org.execute(mia, "desk__add_numbers", {"a": 1, "b": 1})) == {"sum": 2.0}
@@ -213,7 +214,9 @@ async def test_r9_1_frozen_required_field_counts_as_supplied(tmp_path: Path, fix
     async with organization(tmp_path, fixture_http) as org:
         mia = await org.token("mia")
         assert error_code(await org.execute(mia, "desk__echo_message", {})) == "needs_input"
-        await restrictions.set_frozen(org.gw, "desk", "echo_message", "message", "from the admin")
+        await restrictions.set_frozen(
+            org.gw, "desk", "echo_message", "message", "from the admin", actor=OPERATOR
+        )
         result = payload(await org.execute(mia, "desk__echo_message", {}))
         assert result["received"] == {"message": "from the admin"}
         card = next(c for c in (await org.search(mia, "echo a message back"))["results"])
@@ -230,11 +233,11 @@ async def test_r7_6_revoked_token_suspended_and_removed_member_fail_on_the_very_
         revoked = await org.token("rex")
         suspended = await org.token("sue")
         removed = await org.token("rem")
-        grant_id = next(g.id for g in await members.list_tokens(org.gw, "rex"))
+        grant_id = next(g.id for g in await members.list_tokens(org.gw, "rex", actor=OPERATOR))
         cuts: list[tuple[str, Callable[[], Any]]] = [
-            (revoked, lambda: members.revoke_token(org.gw, grant_id)),
-            (suspended, lambda: members.suspend_member(org.gw, "sue")),
-            (removed, lambda: members.remove_member(org.gw, "rem")),
+            (revoked, lambda: members.revoke_token(org.gw, grant_id, actor=OPERATOR)),
+            (suspended, lambda: members.suspend_member(org.gw, "sue", actor=OPERATOR)),
+            (removed, lambda: members.remove_member(org.gw, "rem", actor=OPERATOR)),
         ]
         for token, cut in cuts:
             before = await rpc(org.base, token, "tools/call", add_call())
@@ -261,8 +264,8 @@ async def test_r7_6_revocation_reaches_an_open_client_session_on_its_next_call(
         http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60, event_hooks=hooks)
         async with http, Client(streamable_http_client(org.base + "/mcp", http_client=http)) as client:
             assert not (await client.call_tool(**add_call())).is_error
-            grant_id = next(g.id for g in await members.list_tokens(org.gw, "rex"))
-            await members.revoke_token(org.gw, grant_id)
+            grant_id = next(g.id for g in await members.list_tokens(org.gw, "rex", actor=OPERATOR))
+            await members.revoke_token(org.gw, grant_id, actor=OPERATOR)
             statuses.clear()
             with pytest.raises(MCPError):
                 await client.call_tool(**add_call())
@@ -292,7 +295,7 @@ async def test_r7_6_new_restriction_holds_once_the_policy_cache_time_has_passed(
         clock.now += 31
         assert error_code(await org.execute(mia, *echo)) == "restricted"
         assert "desk__echo_message" in (await org.search(mia, "echo a message back"))["restricted"]
-        await restrictions.remove_restriction(org.gw, rule)
+        await restrictions.remove_restriction(org.gw, rule, actor=OPERATOR)
         clock.now += 61
         assert not (await org.execute(mia, *echo)).is_error
 
@@ -434,7 +437,7 @@ async def test_r10_2_owner_listing_stays_within_its_bound_whatever_is_connected(
         with_one = await _listing_bytes(org, org.owner)
         for name in ("desk-two", "desk-three"):
             assert (
-                await add_connection(org.gw, name, connector="Helpdesk", url=org.upstream)
+                await add_connection(org.gw, name, connector="Helpdesk", url=org.upstream, actor=OPERATOR)
             ).status == "active"
         with_three = await _listing_bytes(org, org.owner)
     assert with_one == with_three <= bound
@@ -537,7 +540,9 @@ async def test_r10_3_diagnose_walks_the_checks_in_order_and_says_where_it_stoppe
 ) -> None:
     async with organization(tmp_path, fixture_http) as org:
         dead = f"http://127.0.0.1:{free_port()}/mcp"
-        assert (await add_connection(org.gw, "dead", connector="Helpdesk", url=dead)).status == "error"
+        assert (
+            await add_connection(org.gw, "dead", connector="Helpdesk", url=dead, actor=OPERATOR)
+        ).status == "error"
         mia = await org.token("mia")
         await org.block(target_kind="user", target="mia", account="desk", tool="delete_ticket")
         no_tools = await org.token("mia", scopes="mcp:read")

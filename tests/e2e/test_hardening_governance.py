@@ -21,6 +21,7 @@ import pytest
 from tests.conftest import FIXTURE_SERVER, Process, cli, cli_json
 from tests.e2e.org import ALL_SCOPES, PREFIX, Org, error_of, organization
 from tests.fixtures.fixture_server import JWT_SHAPED
+from tests.principals import OPERATOR
 from toolcrib.errors import Forbidden, InvalidArguments
 from toolcrib.gateway import members
 from toolcrib.gateway.connections import add_connection, remove_connection, update_connection
@@ -58,7 +59,9 @@ async def cli_list(org: Org) -> Any:
 
 
 async def owner_grant_id(org: Org) -> str:
-    return next(g.id for g in await members.list_tokens(org.gw, "owner") if g.revoked_at is None)
+    return next(
+        g.id for g in await members.list_tokens(org.gw, "owner", actor=OPERATOR) if g.revoked_at is None
+    )
 
 
 # --- finding 2: an admin becomes owner ---------------------------------------------------------
@@ -66,13 +69,13 @@ async def owner_grant_id(org: Org) -> str:
 
 async def test_r7_1_admin_cannot_mint_an_owner_grant_on_any_face(org: Org) -> None:
     admin = await org.token("ada", "admin", ALL_SCOPES)
-    before = await members.list_tokens(org.gw, "owner")
+    before = await members.list_tokens(org.gw, "owner", actor=OPERATOR)
     error = error_of(await org.call(admin, PREFIX + "grants__create", {"member": "owner"}))
     assert (error["code"], error["permission"]) == ("permission_required", "owners:write")
     answer = await rest(org, admin, "grants__create", {"member": "owner"})
     assert answer.status_code == 403
     assert answer.json()["error"]["permission"] == "owners:write"
-    assert await members.list_tokens(org.gw, "owner") == before  # nothing was minted
+    assert await members.list_tokens(org.gw, "owner", actor=OPERATOR) == before  # nothing was minted
     minted = await org.control(org.owner, "grants__create", {"member": "owner", "scopes": "mcp:read"})
     assert minted["token"]  # the owner still can
 
@@ -88,7 +91,9 @@ async def test_r7_1_admin_cannot_revoke_an_owner_grant(org: Org) -> None:
     assert grant.revoked_at is None
     assert await org.control(org.owner, "members__list")  # the owner's token still works
     own = await org.token("ada", "admin", ALL_SCOPES)
-    own_id = next(g.id for g in await members.list_tokens(org.gw, "ada") if g.revoked_at is None)
+    own_id = next(
+        g.id for g in await members.list_tokens(org.gw, "ada", actor=OPERATOR) if g.revoked_at is None
+    )
     assert await org.control(own, "grants__revoke", {"id": own_id}) == {"revoked": own_id}
 
 
@@ -123,7 +128,7 @@ async def test_r7_3_a_grant_mints_only_grants_within_its_own_scopes(org: Org) ->
         assert (error["code"], error["scope"]) == ("scope_required", "mcp:destructive")
     answer = await rest(org, writer, "grants__create", {"member": "wes", "scopes": "mcp:tools"})
     assert (answer.status_code, answer.json()["error"]["scope"]) == (403, "mcp:tools")
-    held = {frozenset(g.scopes) for g in await members.list_tokens(org.gw, "wes")}
+    held = {frozenset(g.scopes) for g in await members.list_tokens(org.gw, "wes", actor=OPERATOR)}
     assert held == {frozenset({"mcp:read", "mcp:write"})}
     narrower = await org.control(writer, "grants__create", {"member": "wes", "scopes": "mcp:read"})
     assert narrower["token"]
@@ -131,7 +136,9 @@ async def test_r7_3_a_grant_mints_only_grants_within_its_own_scopes(org: Org) ->
 
 async def test_r7_5_a_grant_mints_no_grant_that_outlives_it(org: Org) -> None:
     await org.token("eve", "admin", "mcp:read")
-    grant, token = await members.create_token(org.gw, "eve", "mcp:read mcp:write", expires_days=1)
+    grant, token = await members.create_token(
+        org.gw, "eve", "mcp:read mcp:write", expires_days=1, actor=OPERATOR
+    )
     minted = await org.control(token, "grants__create", {"member": "eve", "scopes": "mcp:read"})
     stored = await member_store.get_grant(org.gw.db, minted["id"])
     assert stored is not None
@@ -140,7 +147,9 @@ async def test_r7_5_a_grant_mints_no_grant_that_outlives_it(org: Org) -> None:
     with pytest.raises(InvalidArguments) as refused:
         await members.create_token(org.gw, "eve", "mcp:read", expires_days=30, actor=actor)
     assert [e["pointer"] for e in refused.value.errors] == ["/expires_days"]
-    assert len(await members.list_tokens(org.gw, "eve")) == 3  # the refused one was not stored
+    assert (
+        len(await members.list_tokens(org.gw, "eve", actor=OPERATOR)) == 3
+    )  # the refused one was not stored
 
 
 # --- finding 3: a connection's secret reaches every member ---------------------------------------
@@ -151,7 +160,9 @@ async def test_r13_3_secret_a_failing_stdio_server_prints_is_redacted_before_it_
 ) -> None:
     env = {"FIXTURE_API_KEY": SECRET, "FIXTURE_FAIL_AT_START": "1"}
     with caplog.at_level("DEBUG"):
-        row = await add_connection(org.gw, "leaky", connector="Helpdesk", command=FIXTURE_SERVER, env=env)
+        row = await add_connection(
+            org.gw, "leaky", connector="Helpdesk", command=FIXTURE_SERVER, env=env, actor=OPERATOR
+        )
     try:
         assert row.status == "error"
         stored = await conn_store.get_connection(org.gw.db, "leaky")
@@ -174,12 +185,17 @@ async def test_r13_3_secret_a_failing_stdio_server_prints_is_redacted_before_it_
             assert SECRET not in text
             assert JWT_SIGNATURE not in text
     finally:
-        await remove_connection(org.gw, "leaky")
+        await remove_connection(org.gw, "leaky", principal=OPERATOR)
 
 
 async def test_r13_3_a_reason_stored_before_redaction_is_redacted_on_read(org: Org) -> None:
     row = await add_connection(
-        org.gw, "legacy", connector="Helpdesk", url=org.upstream, headers={"X-Api-Key": SECRET}
+        org.gw,
+        "legacy",
+        connector="Helpdesk",
+        url=org.upstream,
+        headers={"X-Api-Key": SECRET},
+        actor=OPERATOR,
     )
     assert row.status == "active"
     try:
@@ -199,7 +215,7 @@ async def test_r13_3_a_reason_stored_before_redaction_is_redacted_on_read(org: O
             assert SECRET not in text
             assert JWT_SIGNATURE not in text
     finally:
-        await remove_connection(org.gw, "legacy")
+        await remove_connection(org.gw, "legacy", principal=OPERATOR)
 
 
 # --- R-13.3: the command line of a stdio connection is the owners' alone --------------------------
@@ -207,7 +223,9 @@ async def test_r13_3_a_reason_stored_before_redaction_is_redacted_on_read(org: O
 
 async def test_r13_3_stdio_command_line_is_shown_to_owners_only_and_env_values_to_no_one(org: Org) -> None:
     env = {"FIXTURE_API_KEY": SECRET}
-    row = await add_connection(org.gw, "vault", connector="Vault", command=FIXTURE_SERVER, env=env)
+    row = await add_connection(
+        org.gw, "vault", connector="Vault", command=FIXTURE_SERVER, env=env, actor=OPERATOR
+    )
     assert row.status == "active", row.reason
     try:
         command_line = " ".join(FIXTURE_SERVER)
@@ -228,7 +246,7 @@ async def test_r13_3_stdio_command_line_is_shown_to_owners_only_and_env_values_t
         for text in (json.dumps(owner_view), json.dumps(cli_vault)):
             assert SECRET not in text
     finally:
-        await remove_connection(org.gw, "vault")
+        await remove_connection(org.gw, "vault", principal=OPERATOR)
 
 
 # --- finding 11: any admin token can run a command on the host -----------------------------------
@@ -250,7 +268,7 @@ async def test_r13_3_stdio_connection_over_mcp_or_rest_is_forbidden_by_default(
     try:  # a URL stays open to the remote faces
         assert (await org.control(org.owner, "connections__create", http))["status"] == "active"
     finally:
-        await remove_connection(org.gw, "desk-web")
+        await remove_connection(org.gw, "desk-web", principal=OPERATOR)
 
 
 async def test_r13_3_allow_remote_stdio_lets_the_remote_faces_add_a_stdio_server(
@@ -261,7 +279,7 @@ async def test_r13_3_allow_remote_stdio_lets_the_remote_faces_add_a_stdio_server
     try:
         assert (await org.control(org.owner, "connections__create", create))["status"] == "active"
     finally:
-        await remove_connection(org.gw, "remote-stdio")
+        await remove_connection(org.gw, "remote-stdio", principal=OPERATOR)
 
 
 async def test_r13_3_update_to_a_stdio_command_or_its_env_is_forbidden_to_a_token_by_default(
@@ -273,7 +291,7 @@ async def test_r13_3_update_to_a_stdio_command_or_its_env_is_forbidden_to_a_toke
     desk = await conn_store.get_connection(org.gw.db, "desk")
     assert desk is not None
     assert (desk.transport, desk.command, desk.url) == ("http", None, org.upstream)
-    row = await add_connection(org.gw, "local", connector="Local", command=FIXTURE_SERVER)
+    row = await add_connection(org.gw, "local", connector="Local", command=FIXTURE_SERVER, actor=OPERATOR)
     try:
         with pytest.raises(Forbidden):
             await update_connection(org.gw, "local", env={"LD_PRELOAD": "/tmp/x.so"}, actor=admin)
@@ -281,10 +299,12 @@ async def test_r13_3_update_to_a_stdio_command_or_its_env_is_forbidden_to_a_toke
             await update_connection(org.gw, "local", command=["a", 1], actor=admin)  # type: ignore[list-item]
         relabelled = await update_connection(org.gw, "local", connector="Local Two", actor=admin)
         assert (relabelled.connector, relabelled.status, relabelled.command) == ("Local Two", "active", None)
-        moved = await update_connection(org.gw, "local", env={"FIXTURE_API_KEY": SECRET})  # the host may
+        moved = await update_connection(
+            org.gw, "local", env={"FIXTURE_API_KEY": SECRET}, actor=OPERATOR
+        )  # the host may
         assert (moved.status, moved.command) == ("active", row.command)
     finally:
-        await remove_connection(org.gw, "local")
+        await remove_connection(org.gw, "local", principal=OPERATOR)
 
 
 # --- finding 7: one malformed control-plane call breaks listing for everyone -------------------
@@ -334,7 +354,9 @@ async def test_r13_malformed_env_or_headers_are_refused_before_they_are_saved(
     org: Org, values: dict[str, Any], pointer: str
 ) -> None:
     with pytest.raises(InvalidArguments) as refused:
-        await add_connection(org.gw, "broken", connector="Helpdesk", url=org.upstream, **values)
+        await add_connection(
+            org.gw, "broken", connector="Helpdesk", url=org.upstream, actor=OPERATOR, **values
+        )
     assert pointer in [e["pointer"] for e in refused.value.errors]
     assert await conn_store.get_connection(org.gw.db, "broken") is None
 

@@ -10,6 +10,7 @@ from sqlalchemy import select
 
 from tests.conftest import FIXTURE_SERVER
 from tests.e2e.inprocess import open_gateway, owner_token, settings_for
+from tests.principals import OPERATOR
 from toolcrib.errors import TooLarge
 from toolcrib.gateway.connections import add_connection
 from toolcrib.gateway.execute import execute_tool
@@ -27,7 +28,7 @@ async def test_r13_2_a_result_over_the_message_limit_is_too_large_and_the_connec
     settings = settings_for(tmp_path, max_upstream_message_bytes=4 * MiB)
     async with open_gateway(settings) as gw:
         await owner_token(gw)
-        row = await add_connection(gw, "desk", connector="Helpdesk", command=FIXTURE_SERVER)
+        row = await add_connection(gw, "desk", connector="Helpdesk", command=FIXTURE_SERVER, actor=OPERATOR)
         assert row.status == "active", row.reason
         principal = await operator_principal(gw, None)
         with pytest.raises(TooLarge) as refused:

@@ -10,6 +10,7 @@ import pytest
 from tests.conftest import Process
 from tests.e2e.inprocess import open_gateway, owner_token, serve, settings_for
 from tests.e2e.mcpclient import connect
+from tests.principals import OPERATOR
 from toolcrib.gateway.connections import add_connection
 from toolcrib.gateway.surface import meta_tool_definitions
 
@@ -27,11 +28,13 @@ async def test_r2_2_tools_list_is_byte_identical_with_1_and_50_connections(
 ) -> None:
     async with open_gateway(settings_for(tmp_path)) as gw:
         token = await owner_token(gw)
-        await add_connection(gw, "desk-00", connector="Helpdesk", url=fixture_http.url)
+        await add_connection(gw, "desk-00", connector="Helpdesk", url=fixture_http.url, actor=OPERATOR)
         async with serve(gw) as base:
             with_one = await _listing(base, token)
         for i in range(1, 50):
-            row = await add_connection(gw, f"desk-{i:02d}", connector="Helpdesk", url=fixture_http.url)
+            row = await add_connection(
+                gw, f"desk-{i:02d}", connector="Helpdesk", url=fixture_http.url, actor=OPERATOR
+            )
             assert row.status == "active"
         assert sum(len(c) for c in gw.catalogs.values()) >= 50 * 8
         async with serve(gw) as base:
@@ -53,7 +56,7 @@ async def test_r15_2_connection_added_by_another_process_is_searchable_without_r
     async with open_gateway(settings) as serving, open_gateway(settings) as other:
         token = await owner_token(serving)
         assert "late" not in serving.connections
-        await add_connection(other, "late", connector="Helpdesk", url=fixture_http.url)
+        await add_connection(other, "late", connector="Helpdesk", url=fixture_http.url, actor=OPERATOR)
         async with serve(serving) as base, connect(base, token) as client:
             found = (await client.call_tool("search_tools", {"query": "add two numbers"})).structured_content
     assert found is not None

@@ -23,6 +23,7 @@ from tests.e2e.inprocess import open_gateway, owner_token, serve, settings_for
 from tests.e2e.mcpclient import connect, gateway_payload
 from tests.e2e.org import names_of, organization
 from tests.fixtures.giant_tool import GIANT_TOOL_NAME
+from tests.principals import OPERATOR
 from toolcrib.gateway import restrictions
 from toolcrib.gateway.connections import add_connection
 from toolcrib.gateway.identity import authenticate
@@ -72,7 +73,7 @@ async def test_r5_8_restart_on_the_same_database_encodes_no_tool_again(
     settings = settings_for(tmp_path, connect_timeout_seconds=5)
     async with open_gateway(settings) as gw:
         assert gw.meaning.up, gw.meaning.reason
-        row = await add_connection(gw, "desk", connector="Helpdesk", url=fixture_http.url)
+        row = await add_connection(gw, "desk", connector="Helpdesk", url=fixture_http.url, actor=OPERATOR)
         assert row.status == "active", row.reason
         assert gw.index.encoded == row.tool_count > 0
         assert await count_vectors(gw.db, MODEL_ID) == row.tool_count
@@ -125,7 +126,7 @@ async def test_r5_8_a_model_that_cannot_load_leaves_search_on_words_and_healthz_
     settings = settings_for(tmp_path, connect_timeout_seconds=5)
     async with open_gateway(settings, load_encoder=_tampered_tokenizer(tmp_path)) as gw:
         assert not gw.meaning.up
-        row = await add_connection(gw, "desk", connector="Helpdesk", url=fixture_http.url)
+        row = await add_connection(gw, "desk", connector="Helpdesk", url=fixture_http.url, actor=OPERATOR)
         assert row.status == "active", row.reason
         async with serve(gw) as base, httpx2.AsyncClient(timeout=30) as http:
             _, health = await _healthz(http, base)
@@ -157,7 +158,7 @@ async def test_r4_9_cards_are_built_at_sync_not_per_search(tmp_path: Path, fixtu
             assert f"desk__{GIANT_TOOL_NAME}" in names_of(found)
         assert org.gw.cards.built == built
         # A frozen parameter changes the card: built once, for that tool only, then cached.
-        await restrictions.set_frozen(org.gw, "desk", "create_ticket", "priority", "high")
+        await restrictions.set_frozen(org.gw, "desk", "create_ticket", "priority", "high", actor=OPERATOR)
         for _ in range(2):
             found = await org.search(org.owner, "create a support ticket")
             card = next(c for c in found["results"] if c["name"] == "desk__create_ticket")
@@ -228,7 +229,9 @@ async def test_r5_8_a_search_waits_a_bounded_time_for_a_catalog_another_process_
     async with open_gateway(settings, load_encoder=lambda: (held, None)) as gw:
         principal = await authenticate(gw, await owner_token(gw))
         async with open_gateway(settings.model_copy(update={"semantic": False})) as cli:
-            row = await add_connection(cli, "desk", connector="Helpdesk", url=fixture_http.url)
+            row = await add_connection(
+                cli, "desk", connector="Helpdesk", url=fixture_http.url, actor=OPERATOR
+            )
         assert row.status == "active", row.reason
         try:
             with anyio.fail_after(20):  # before: the search installed the catalog itself, waiting
@@ -274,7 +277,9 @@ async def test_r5_8_healthz_answers_while_a_623_tool_catalog_is_indexed(
         searches: list[float] = []
 
         async def index() -> None:
-            rows.append(await add_connection(gw, "big", connector="Catalog", url=catalog_server.url))
+            rows.append(
+                await add_connection(gw, "big", connector="Catalog", url=catalog_server.url, actor=OPERATOR)
+            )
             done.set()
 
         async def search() -> None:

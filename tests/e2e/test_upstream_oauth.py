@@ -27,6 +27,7 @@ from tests.e2e.inprocess import open_gateway, owner_token, serve, settings_for
 from tests.e2e.mcpclient import connect, error_code, gateway_payload
 from tests.e2e.org import ALL_SCOPES
 from tests.fixtures.oauth_upstream import OAuthUpstream, serve_oauth_upstream
+from tests.principals import OPERATOR
 from toolcrib.gateway import connections, members
 from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.execute import execute_tool
@@ -68,14 +69,14 @@ async def follow(url: str) -> httpx2.Response:
 
 async def authorized(w: World, name: str) -> dict[str, Any]:
     row = await connections.add_connection(
-        w.gw, name, connector="Helpdesk", url=w.upstream.mcp_url, oauth=True
+        w.gw, name, connector="Helpdesk", url=w.upstream.mcp_url, oauth=True, actor=OPERATOR
     )
     view = connections.connection_view(row)
     assert view["status"] == "pending", view
     assert view["authorize_url"], view
     back = await follow(view["authorize_url"])
     assert back.status_code == 200, back.text
-    return connections.connection_view(await connections.get_connection(w.gw, name))
+    return connections.connection_view(await connections.get_connection(w.gw, name, principal=OPERATOR))
 
 
 async def wait_until_expired(upstream: OAuthUpstream) -> None:
@@ -115,7 +116,7 @@ async def test_r13_3_upstream_tokens_are_sealed_at_rest(tmp_path: Path) -> None:
 async def test_r13_1_callback_state_is_single_use(tmp_path: Path) -> None:
     async with world(tmp_path) as w:
         row = await connections.add_connection(
-            w.gw, "helpdesk", connector="Helpdesk", url=w.upstream.mcp_url, oauth=True
+            w.gw, "helpdesk", connector="Helpdesk", url=w.upstream.mcp_url, oauth=True, actor=OPERATOR
         )
         assert row.authorize_url is not None
         async with httpx2.AsyncClient(timeout=30) as http:
@@ -140,7 +141,7 @@ async def test_access_token_expiring_mid_session_is_refreshed_without_a_failed_c
             )
             assert not second.is_error, second
         assert "refresh_token" in w.upstream.grants
-        assert (await connections.get_connection(w.gw, "helpdesk")).status == "active"
+        assert (await connections.get_connection(w.gw, "helpdesk", principal=OPERATOR)).status == "active"
 
 
 async def test_r13_1_revoked_refresh_token_turns_connection_to_needs_reauth_and_search_names_it(
@@ -158,7 +159,7 @@ async def test_r13_1_revoked_refresh_token_turns_connection_to_needs_reauth_and_
             url = gateway_payload(result)["error"]["authorize_url"]
             assert url
             assert url.startswith(w.upstream.base + "/authorize?")
-            row = await connections.get_connection(w.gw, "helpdesk")
+            row = await connections.get_connection(w.gw, "helpdesk", principal=OPERATOR)
             assert row.status == "needs_reauth"
             assert row.authorize_url == url
             found = gateway_payload(await client.call_tool("search_tools", {"query": "add two numbers"}))
@@ -173,7 +174,7 @@ async def test_r13_1_revoked_refresh_token_turns_connection_to_needs_reauth_and_
             ]
             # the link fixes it: authorized again, the tools are back
             assert (await follow(url)).status_code == 200
-            assert (await connections.get_connection(w.gw, "helpdesk")).status == "active"
+            assert (await connections.get_connection(w.gw, "helpdesk", principal=OPERATOR)).status == "active"
             again = await client.call_tool(
                 "execute_tool", {"tool": "helpdesk__add_numbers", "arguments": {"a": 1, "b": 2}}
             )
@@ -233,15 +234,20 @@ async def test_r13_1_cli_add_oauth_prints_the_url_and_finishes_through_the_servi
 async def test_r13_1_per_member_connection_calls_on_each_members_own_grant(tmp_path: Path) -> None:
     async with world(tmp_path) as w:
         row = await connections.add_connection(
-            w.gw, "desk", connector="Helpdesk", url=w.upstream.mcp_url, oauth={"per_member": True}
+            w.gw,
+            "desk",
+            connector="Helpdesk",
+            url=w.upstream.mcp_url,
+            oauth={"per_member": True},
+            actor=OPERATOR,
         )
         assert row.auth == "oauth_member"
         assert row.authorize_url is not None
         assert (await follow(row.authorize_url)).status_code == 200  # whoever added it: the catalog
-        assert (await connections.get_connection(w.gw, "desk")).status == "active"
+        assert (await connections.get_connection(w.gw, "desk", principal=OPERATOR)).status == "active"
         first_grant = set(w.upstream.access)
-        await members.add_member(w.gw, "mia", "member")
-        _, mia = await members.create_token(w.gw, "mia", ALL_SCOPES)
+        await members.add_member(w.gw, "mia", "member", actor=OPERATOR)
+        _, mia = await members.create_token(w.gw, "mia", ALL_SCOPES, actor=OPERATOR)
         add = {"tool": "desk__add_numbers", "arguments": {"a": 1, "b": 2}}
         async with connect(w.base, mia) as client:
             refused = await client.call_tool("execute_tool", add)
@@ -253,7 +259,9 @@ async def test_r13_1_per_member_connection_calls_on_each_members_own_grant(tmp_p
                 again = await client.call_tool("execute_tool", add)
                 assert error_code(again) == "needs_reauth"
                 assert gateway_payload(again)["error"]["authorize_url"] == url
-            assert (await connections.get_connection(w.gw, "desk")).status == "active"  # others unaffected
+            assert (
+                await connections.get_connection(w.gw, "desk", principal=OPERATOR)
+            ).status == "active"  # others unaffected
             found = gateway_payload(await client.call_tool("search_tools", {"query": "add two numbers"}))
             assert found["needs_reauth"] == [
                 {"account": "desk", "connector": "Helpdesk", "status": "needs_reauth", "authorize_url": url}
@@ -288,18 +296,20 @@ async def test_r12_2_upstream_access_token_is_redacted_from_results(tmp_path: Pa
 async def test_r13_1_an_unused_authorize_link_expires_and_the_connection_says_so(tmp_path: Path) -> None:
     async with world(tmp_path, upstream_oauth_pending_seconds=1.0) as w:
         row = await connections.add_connection(
-            w.gw, "helpdesk", connector="Helpdesk", url=w.upstream.mcp_url, oauth=True
+            w.gw, "helpdesk", connector="Helpdesk", url=w.upstream.mcp_url, oauth=True, actor=OPERATOR
         )
         assert row.authorize_url is not None
         with anyio.fail_after(15):
-            while (await connections.get_connection(w.gw, "helpdesk")).authorize_url is not None:  # noqa: ASYNC110
+            while (  # noqa: ASYNC110
+                await connections.get_connection(w.gw, "helpdesk", principal=OPERATOR)
+            ).authorize_url is not None:
                 await anyio.sleep(0.05)
         late = await follow(row.authorize_url)
         assert late.status_code == 404  # the state is gone: the link cannot be used any more
-        stale = await connections.get_connection(w.gw, "helpdesk")
+        stale = await connections.get_connection(w.gw, "helpdesk", principal=OPERATOR)
         assert stale.status == "pending"
         assert stale.tool_count == 0
-        fresh = await connections.refresh_connection(w.gw, "helpdesk")  # a new link
+        fresh = await connections.refresh_connection(w.gw, "helpdesk", principal=OPERATOR)  # a new link
         assert fresh.authorize_url is not None
         assert fresh.authorize_url != row.authorize_url
         assert (await follow(fresh.authorize_url)).status_code == 200
@@ -310,14 +320,14 @@ async def test_r13_1_authorization_refused_at_the_provider_leaves_the_connection
 ) -> None:
     async with world(tmp_path) as w, httpx2.AsyncClient(timeout=30) as http:
         row = await connections.add_connection(
-            w.gw, "helpdesk", connector="Helpdesk", url=w.upstream.mcp_url, oauth=True
+            w.gw, "helpdesk", connector="Helpdesk", url=w.upstream.mcp_url, oauth=True, actor=OPERATOR
         )
         assert row.authorize_url is not None
         back = (await http.get(row.authorize_url)).headers["location"]
         state = back.split("state=")[1].split("&")[0]
         refused = await http.get(f"{w.base}/oauth/callback?error=access_denied&state={state}")
         assert refused.status_code == 400
-        after = await connections.get_connection(w.gw, "helpdesk")
+        after = await connections.get_connection(w.gw, "helpdesk", principal=OPERATOR)
         assert after.status == "pending"
         assert after.authorize_url is None
         assert (await http.get(back)).status_code == 404  # the state was used by the refusal
@@ -339,7 +349,9 @@ async def test_a_second_gateway_sharing_the_grant_renews_with_the_rotated_refres
             await execute_tool(other, peer, **add)  # must renew with the rotated one, not its stale copy
             assert w.upstream.grants.count("refresh_token") >= 2  # each process renewed (more if slow)
             assert w.upstream.refused_refreshes == 0
-            assert (await connections.get_connection(other, "helpdesk")).status == "active"
+            assert (
+                await connections.get_connection(other, "helpdesk", principal=OPERATOR)
+            ).status == "active"
 
 
 async def test_access_token_refused_before_its_expiry_is_renewed_and_the_call_goes_through(
@@ -354,12 +366,12 @@ async def test_access_token_refused_before_its_expiry_is_renewed_and_the_call_go
         answer = await execute_tool(w.gw, owner, **add)
         assert answer["structuredContent"] == {"sum": 2.0}
         assert w.upstream.grants == ["authorization_code", "refresh_token"]
-        assert (await connections.get_connection(w.gw, "helpdesk")).status == "active"
+        assert (await connections.get_connection(w.gw, "helpdesk", principal=OPERATOR)).status == "active"
 
 
 async def test_relabelling_an_oauth_connection_keeps_its_grant(tmp_path: Path) -> None:
     async with world(tmp_path) as w:
         await authorized(w, "helpdesk")
-        row = await connections.update_connection(w.gw, "helpdesk", connector="Desk")
+        row = await connections.update_connection(w.gw, "helpdesk", connector="Desk", actor=OPERATOR)
         assert (row.status, row.auth, row.connector) == ("active", "oauth", "Desk")
         assert w.upstream.grants == ["authorization_code"]  # no new authorization was needed

@@ -29,6 +29,7 @@ from hypothesis import strategies as st
 from tests.conftest import start_fixture_http
 from tests.e2e.inprocess import open_gateway, owner_token, serve, settings_for
 from tests.fuzz.strategies import CONTROL_SCHEMAS, arguments_for
+from tests.principals import OPERATOR
 from tests.web.asgi import MCP_HEADERS, asgi_client
 from toolcrib.gateway import members, restrictions
 from toolcrib.gateway.connections import add_connection
@@ -84,17 +85,17 @@ class Fuzz:
 async def _seed(gw: Any, upstream: str) -> tuple[str, ...]:
     """Throwaway objects the fuzz may change or destroy: never the owner whose token it uses."""
     for name, role in (("fz-admin", "admin"), ("fz-member", "member")):
-        await members.add_member(gw, name, role)
-    grants = [(await members.create_token(gw, "fz-member"))[0].id for _ in range(3)]
+        await members.add_member(gw, name, role, actor=OPERATOR)
+    grants = [(await members.create_token(gw, "fz-member", actor=OPERATOR))[0].id for _ in range(3)]
     rules = [
         (
             await restrictions.add_restriction(
-                gw, effect="block", target_kind="user", target="fz-member", tool=t
+                gw, effect="block", target_kind="user", target="fz-member", tool=t, actor=OPERATOR
             )
         ).id
         for t in ("nothing_*", "echo_*")
     ]
-    await add_connection(gw, "fz-conn", connector="Helpdesk", url=upstream)
+    await add_connection(gw, "fz-conn", connector="Helpdesk", url=upstream, actor=OPERATOR)
     return ("fz-admin", "fz-member", "fz-conn", "admin", "member", "add_numbers", *grants, *rules, *TOOLS)
 
 

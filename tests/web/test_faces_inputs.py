@@ -15,6 +15,7 @@ from sqlalchemy import text
 
 from tests.conftest import Process
 from tests.e2e.inprocess import open_gateway, owner_token, settings_for
+from tests.principals import OPERATOR
 from tests.web.asgi import asgi_client, call_tool, in_band_error, rest, rpc
 from toolcrib.errors import StoreBusy
 from toolcrib.gateway.connections import add_connection
@@ -46,7 +47,7 @@ async def face(tmp_path_factory: pytest.TempPathFactory, fixture_http: Process) 
     async with open_gateway(settings) as gw:
         token = await owner_token(gw)
         assert (
-            await add_connection(gw, "desk", connector="Helpdesk", url=fixture_http.url)
+            await add_connection(gw, "desk", connector="Helpdesk", url=fixture_http.url, actor=OPERATOR)
         ).status == "active"
         async with asgi_client(gw) as http:
             yield Face(gw, http, token)

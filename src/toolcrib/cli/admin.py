@@ -10,11 +10,20 @@ from typing import TYPE_CHECKING, Any
 import typer
 from rich.markup import escape
 
-from toolcrib.cli.common import DatabaseOption, JsonOption, console, emit, err_console, fail, run_gateway
+from toolcrib.cli.common import (
+    DatabaseOption,
+    JsonOption,
+    console,
+    emit,
+    err_console,
+    fail,
+    run_as_operator,
+)
 from toolcrib.errors import ConfigError, ConnectionInactive, InBandError, InvalidArguments
 
 if TYPE_CHECKING:  # each command imports the gateway itself, so that `--help` does not (#13)
     from toolcrib.gateway.core import Gateway
+    from toolcrib.policy.gates import Principal
     from toolcrib.store.audit import AuditFilter
 
 __all__ = [
@@ -94,7 +103,7 @@ def connections_add(
     }
     oauth_value = connections.oauth_option(oauth, client)
 
-    async def work(gw: Gateway) -> dict[str, Any]:
+    async def work(gw: Gateway, op: Principal) -> dict[str, Any]:
         row = await connections.add_connection(
             gw,
             name,
@@ -104,10 +113,11 @@ def connections_add(
             env=env_map,
             headers=header_map,
             oauth=oauth_value,
+            actor=op,
         )
         return await _authorized(gw, row)
 
-    view = run_gateway(database, work)
+    view = run_as_operator(database, work)
     emit(view, as_json)
     _exit_unless_active(view, as_json)
 
@@ -147,11 +157,11 @@ def connections_list(database: str | None = DatabaseOption, as_json: bool = Json
     """Connections with status, reason and tool count."""
     from toolcrib.gateway import connections
 
-    async def work(gw: Gateway) -> list[dict[str, Any]]:
-        return [connections.connection_view(r) for r in await connections.list_connections(gw)]
+    async def work(gw: Gateway, op: Principal) -> list[dict[str, Any]]:
+        return [connections.connection_view(r) for r in await connections.list_connections(gw, op)]
 
     emit(
-        run_gateway(database, work),
+        run_as_operator(database, work),
         as_json,
         columns=["name", "connector", "status", "tools", "reason", "target"],
     )
@@ -168,10 +178,10 @@ def connections_refresh(
 
     _check("connections", "refresh", name=name)
 
-    async def work(gw: Gateway) -> dict[str, Any]:
-        return await _authorized(gw, await connections.refresh_connection(gw, name))
+    async def work(gw: Gateway, op: Principal) -> dict[str, Any]:
+        return await _authorized(gw, await connections.refresh_connection(gw, name, op))
 
-    view = run_gateway(database, work)
+    view = run_as_operator(database, work)
     emit(view, as_json)
     _exit_unless_active(view, as_json)
 
@@ -182,7 +192,7 @@ def connections_remove(name: str, database: str | None = DatabaseOption) -> None
     from toolcrib.gateway import connections
 
     _check("connections", "delete", name=name)
-    run_gateway(database, lambda gw: connections.remove_connection(gw, name))
+    run_as_operator(database, lambda gw, op: connections.remove_connection(gw, name, op))
     console.print(f"removed {name}")
 
 
@@ -198,10 +208,10 @@ def members_add(
 
     _check("members", "invite", name=name, role=role)
 
-    async def work(gw: Gateway) -> dict[str, Any]:
-        return members.member_view(await members.add_member(gw, name, role))
+    async def work(gw: Gateway, op: Principal) -> dict[str, Any]:
+        return members.member_view(await members.add_member(gw, name, role, op))
 
-    emit(run_gateway(database, work), as_json)
+    emit(run_as_operator(database, work), as_json)
 
 
 @members_app.command("list")
@@ -209,10 +219,10 @@ def members_list(database: str | None = DatabaseOption, as_json: bool = JsonOpti
     """Members with role and status."""
     from toolcrib.gateway import members
 
-    async def work(gw: Gateway) -> list[dict[str, Any]]:
-        return [members.member_view(m) for m in await members.list_members(gw)]
+    async def work(gw: Gateway, op: Principal) -> list[dict[str, Any]]:
+        return [members.member_view(m) for m in await members.list_members(gw, op)]
 
-    emit(run_gateway(database, work), as_json, columns=["name", "role", "status"])
+    emit(run_as_operator(database, work), as_json, columns=["name", "role", "status"])
 
 
 @members_app.command("set-role")
@@ -221,7 +231,7 @@ def members_set_role(name: str, role: str, database: str | None = DatabaseOption
     from toolcrib.gateway import members
 
     _check("members", "update_role", name=name, role=role)
-    run_gateway(database, lambda gw: members.set_role(gw, name, role))
+    run_as_operator(database, lambda gw, op: members.set_role(gw, name, role, op))
     console.print(f"{name} is now {role}")
 
 
@@ -231,7 +241,7 @@ def members_suspend(name: str, database: str | None = DatabaseOption) -> None:
     from toolcrib.gateway import members
 
     _check("members", "suspend", name=name)
-    run_gateway(database, lambda gw: members.suspend_member(gw, name))
+    run_as_operator(database, lambda gw, op: members.suspend_member(gw, name, op))
     console.print(f"suspended {name}")
 
 
@@ -241,7 +251,7 @@ def members_remove(name: str, database: str | None = DatabaseOption) -> None:
     from toolcrib.gateway import members
 
     _check("members", "remove", name=name)
-    run_gateway(database, lambda gw: members.remove_member(gw, name))
+    run_as_operator(database, lambda gw, op: members.remove_member(gw, name, op))
     console.print(f"removed {name}")
 
 
@@ -261,11 +271,11 @@ def tokens_create(
     scopes = scopes or members.DEFAULT_SCOPES.replace(" ", ",")
     _check("grants", "create", member=member, scopes=scopes)
 
-    async def work(gw: Gateway) -> dict[str, Any]:
-        grant, token = await members.create_token(gw, member, str(scopes), expires)
+    async def work(gw: Gateway, op: Principal) -> dict[str, Any]:
+        grant, token = await members.create_token(gw, member, str(scopes), expires, actor=op)
         return {"id": grant.id, "token": token}
 
-    out = run_gateway(database, work)
+    out = run_as_operator(database, work)
     if as_json:
         emit(out, True)
     else:
@@ -283,10 +293,12 @@ def tokens_list(
 
     _check("grants", "list", member=member)
 
-    async def work(gw: Gateway) -> list[dict[str, Any]]:
-        return [members.grant_view(g) for g in await members.list_tokens(gw, member)]
+    async def work(gw: Gateway, op: Principal) -> list[dict[str, Any]]:
+        return [members.grant_view(g) for g in await members.list_tokens(gw, member, actor=op)]
 
-    emit(run_gateway(database, work), as_json, columns=["id", "member", "scopes", "expires_at", "revoked"])
+    emit(
+        run_as_operator(database, work), as_json, columns=["id", "member", "scopes", "expires_at", "revoked"]
+    )
 
 
 @tokens_app.command("revoke")
@@ -295,7 +307,7 @@ def tokens_revoke(grant_id: str, database: str | None = DatabaseOption) -> None:
     from toolcrib.gateway import members
 
     _check("grants", "revoke", id=grant_id)
-    run_gateway(database, lambda gw: members.revoke_token(gw, grant_id))
+    run_as_operator(database, lambda gw, op: members.revoke_token(gw, grant_id, op))
     console.print(f"revoked {grant_id}")
 
 
@@ -327,7 +339,7 @@ def restrictions_add(
         tool=tool,
     )
 
-    async def work(gw: Gateway) -> dict[str, Any]:
+    async def work(gw: Gateway, op: Principal) -> dict[str, Any]:
         rule = await restrictions.add_restriction(
             gw,
             effect=effect,
@@ -336,10 +348,11 @@ def restrictions_add(
             connector=connector,
             account=account,
             tool=tool,
+            actor=op,
         )
         return restrictions.rule_view(rule)
 
-    emit(run_gateway(database, work), as_json)
+    emit(run_as_operator(database, work), as_json)
 
 
 @restrictions_app.command("list")
@@ -347,10 +360,10 @@ def restrictions_list(database: str | None = DatabaseOption, as_json: bool = Jso
     """Every rule, in words."""
     from toolcrib.gateway import restrictions
 
-    async def work(gw: Gateway) -> list[dict[str, Any]]:
-        return [restrictions.rule_view(r) for r in await restrictions.list_restrictions(gw)]
+    async def work(gw: Gateway, op: Principal) -> list[dict[str, Any]]:
+        return [restrictions.rule_view(r) for r in await restrictions.list_restrictions(gw, op)]
 
-    emit(run_gateway(database, work), as_json, columns=["id", "description"])
+    emit(run_as_operator(database, work), as_json, columns=["id", "description"])
 
 
 @restrictions_app.command("remove")
@@ -359,7 +372,7 @@ def restrictions_remove(rule_id: str, database: str | None = DatabaseOption) -> 
     from toolcrib.gateway import restrictions
 
     _check("restrictions", "delete", id=rule_id)
-    run_gateway(database, lambda gw: restrictions.remove_restriction(gw, rule_id))
+    run_as_operator(database, lambda gw, op: restrictions.remove_restriction(gw, rule_id, op))
     console.print(f"removed {rule_id}")
 
 
@@ -376,10 +389,10 @@ def restrictions_explain(
 
     _check("restrictions", "explain", tool=tool, user=user, role=role)
 
-    async def work(gw: Gateway) -> list[str]:
-        return await restrictions.explain_restriction(gw, user=user, role=role, tool=tool)
+    async def work(gw: Gateway, op: Principal) -> list[str]:
+        return await restrictions.explain_restriction(gw, user=user, role=role, tool=tool, actor=op)
 
-    lines = run_gateway(database, work)
+    lines = run_as_operator(database, work)
     if as_json:
         emit(lines, True)
     else:
@@ -401,7 +414,7 @@ def frozen_set(
         fail(
             InvalidArguments("`value` must be JSON text", [{"pointer": "/value", "message": "not JSON text"}])
         )
-    run_gateway(database, lambda gw: restrictions.set_frozen(gw, account, tool, param, value))
+    run_as_operator(database, lambda gw, op: restrictions.set_frozen(gw, account, tool, param, value, op))
     console.print(f"froze {account}__{tool}.{param}")
 
 
@@ -411,7 +424,7 @@ def frozen_unset(account: str, tool: str, param: str, database: str | None = Dat
     from toolcrib.gateway import restrictions
 
     _check("frozen", "unset", account=account, tool=tool, param=param)
-    run_gateway(database, lambda gw: restrictions.unset_frozen(gw, account, tool, param))
+    run_as_operator(database, lambda gw, op: restrictions.unset_frozen(gw, account, tool, param, op))
     console.print(f"unfroze {account}__{tool}.{param}")
 
 
@@ -421,7 +434,7 @@ def frozen_list(database: str | None = DatabaseOption, as_json: bool = JsonOptio
     from toolcrib.gateway import restrictions
 
     emit(
-        run_gateway(database, restrictions.list_frozen),
+        run_as_operator(database, restrictions.list_frozen),
         as_json,
         columns=["account", "tool", "param", "value"],
     )
@@ -436,7 +449,7 @@ def tools_list(
     """The connected tools (models find them with search; they are never listed to a model)."""
     from toolcrib.gateway.tools import list_tools
 
-    rows = run_gateway(database, lambda gw: list_tools(gw, connection))
+    rows = run_as_operator(database, lambda gw, op: list_tools(gw, op, connection))
     emit(rows, as_json, columns=["name", "connection", "status", "risk", "description"])
 
 
@@ -445,7 +458,7 @@ def tools_classify(account: str, tool: str, risk: str, database: str | None = Da
     """Override a tool's classification: read, write, destructive or forbidden."""
     from toolcrib.gateway import restrictions
 
-    run_gateway(database, lambda gw: restrictions.classify_tool(gw, account, tool, risk))
+    run_as_operator(database, lambda gw, op: restrictions.classify_tool(gw, account, tool, risk, op))
     console.print(f"{account}__{tool} is {risk}")
 
 
@@ -498,7 +511,7 @@ def audit_search(
         since=f.since,
         until=f.until,
     )
-    rows = run_gateway(database, lambda gw: audit.search_audit(gw, None, f))
+    rows = run_as_operator(database, lambda gw, op: audit.search_audit(gw, op, f))
     cols = ["id", "member", "account", "operation", "classification", "outcome", "error_code", "target_id"]
     emit(rows, as_json, columns=cols)
 
@@ -517,4 +530,4 @@ def audit_export(
     if limit < 1:
         raise ConfigError("--limit must be positive")
     f = _filter(member, account, None, None, since, None, limit)
-    sys.stdout.write(run_gateway(database, lambda gw: audit.export_audit(gw, f)))
+    sys.stdout.write(run_as_operator(database, lambda gw, op: audit.export_audit(gw, op, f)))

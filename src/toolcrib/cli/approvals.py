@@ -10,10 +10,11 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from toolcrib.cli.common import DatabaseOption, JsonOption, emit, run_gateway
+from toolcrib.cli.common import DatabaseOption, JsonOption, emit, run_as_operator
 
 if TYPE_CHECKING:
     from toolcrib.gateway.core import Gateway
+    from toolcrib.policy.gates import Principal
 
 __all__ = ["approvals_app"]
 
@@ -34,11 +35,13 @@ def approvals_set(
     """Require an approval for calls of RISK (read, write or destructive)."""
     from toolcrib.gateway import approvals
 
-    async def work(gw: Gateway) -> list[dict[str, Any]]:
-        rules = await approvals.set_approval_rule(gw, risk, account=account, role=role, required=not off)
+    async def work(gw: Gateway, op: Principal) -> list[dict[str, Any]]:
+        rules = await approvals.set_approval_rule(
+            gw, risk, account=account, role=role, required=not off, actor=op
+        )
         return [approvals.rule_view(r) for r in rules]
 
-    emit(run_gateway(database, work), as_json, columns=_RULE_COLUMNS)
+    emit(run_as_operator(database, work), as_json, columns=_RULE_COLUMNS)
 
 
 @approvals_app.command("list")
@@ -46,10 +49,10 @@ def approvals_list(database: str | None = DatabaseOption, as_json: bool = JsonOp
     """The approval rules."""
     from toolcrib.gateway import approvals
 
-    async def work(gw: Gateway) -> list[dict[str, Any]]:
-        return [approvals.rule_view(r) for r in await approvals.list_approval_rules(gw)]
+    async def work(gw: Gateway, op: Principal) -> list[dict[str, Any]]:
+        return [approvals.rule_view(r) for r in await approvals.list_approval_rules(gw, op)]
 
-    emit(run_gateway(database, work), as_json, columns=_RULE_COLUMNS)
+    emit(run_as_operator(database, work), as_json, columns=_RULE_COLUMNS)
 
 
 @approvals_app.command("approve")
@@ -59,10 +62,10 @@ def approvals_approve(
     """Approve a held call: the same call by the same member then runs once."""
     from toolcrib.gateway import approvals
 
-    async def work(gw: Gateway) -> dict[str, Any]:
-        return approvals.approval_view(await approvals.approve(gw, approval_id))
+    async def work(gw: Gateway, op: Principal) -> dict[str, Any]:
+        return approvals.approval_view(await approvals.approve(gw, approval_id, op))
 
-    emit(run_gateway(database, work), as_json)
+    emit(run_as_operator(database, work), as_json)
 
 
 @approvals_app.command("decline")
@@ -72,7 +75,7 @@ def approvals_decline(
     """Decline a held call: it does not run, and its arguments are forgotten."""
     from toolcrib.gateway import approvals
 
-    async def work(gw: Gateway) -> dict[str, Any]:
-        return approvals.approval_view(await approvals.decline(gw, approval_id))
+    async def work(gw: Gateway, op: Principal) -> dict[str, Any]:
+        return approvals.approval_view(await approvals.decline(gw, approval_id, op))
 
-    emit(run_gateway(database, work), as_json)
+    emit(run_as_operator(database, work), as_json)

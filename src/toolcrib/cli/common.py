@@ -23,6 +23,7 @@ from toolcrib.cli.database import require_database
 
 if TYPE_CHECKING:  # the gateway and the settings are imported by the commands that run them only
     from toolcrib.gateway.core import Gateway
+    from toolcrib.policy.gates import Principal
     from toolcrib.settings import Settings
 
 __all__ = [
@@ -33,6 +34,7 @@ __all__ = [
     "err_console",
     "fail",
     "iso_time",
+    "run_as_operator",
     "run_gateway",
     "settings_for",
 ]
@@ -61,6 +63,20 @@ def settings_for(database: str | None, **overrides: Any) -> Settings:
     except ConfigError as exc:
         fail(exc)
     return Settings(**values)
+
+
+def run_as_operator(
+    database: str | None, work: Callable[[Gateway, Principal], Awaitable[T]], **options: Any
+) -> T:
+    """``run_gateway``, acting as the host's :class:`~toolcrib.policy.gates.Operator`: the first
+    active owner holding every scope, through the same checks as every other face."""
+
+    async def as_operator(gw: Gateway) -> T:
+        from toolcrib.gateway.members import operator_principal
+
+        return await work(gw, await operator_principal(gw))
+
+    return run_gateway(database, as_operator, **options)
 
 
 def run_gateway(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import subprocess
@@ -13,6 +14,7 @@ import anyio
 from rich.markup import escape
 
 from toolcrib.cli.common import console
+from toolcrib.errors import ConfigError
 from toolcrib.gateway import connections, members
 from toolcrib.gateway.core import Gateway
 from toolcrib.settings import Settings
@@ -41,12 +43,13 @@ def _server(name: str) -> str | None:
 async def _prepare(settings: Settings, state: Path) -> dict[str, str]:
     async with Gateway.open(settings, follow_changes=False) as gw:
         out: dict[str, str] = {}
-        listed = await members.list_members(gw)
-        if not any(m.role == "owner" for m in listed):
+        with contextlib.suppress(ConfigError):  # the organization has its owner already
             await members.init_owner(gw, "owner")
+        operator = await members.operator_principal(gw)
         token_file = state / "demo-token"
         if not token_file.exists():
-            _, token = await members.create_token(gw, "owner", "mcp:tools,mcp:read,mcp:write,mcp:destructive")
+            scopes = "mcp:tools,mcp:read,mcp:write,mcp:destructive"
+            _, token = await members.create_token(gw, "owner", scopes, actor=operator)
             token_file.write_text(token)
         out["token"] = token_file.read_text().strip()
         wanted: dict[str, tuple[str, str | None, list[str]]] = {
@@ -58,7 +61,9 @@ async def _prepare(settings: Settings, state: Path) -> dict[str, str]:
         for name, (label, command, args) in wanted.items():
             if command and name not in gw.connections:
                 console.print(f"connecting [bold]{name}[/bold] ({escape(command)}) ...")
-                row = await connections.add_connection(gw, name, connector=label, command=[command, *args])
+                row = await connections.add_connection(
+                    gw, name, connector=label, command=[command, *args], actor=operator
+                )
                 out[name] = f"{row.status} ({row.tool_count} tools){' — ' + row.reason if row.reason else ''}"
         return out
 

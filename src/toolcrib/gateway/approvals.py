@@ -159,40 +159,41 @@ def _details(
     }
 
 
-async def approval_details(gw: Gateway, approval_id: str, actor: Principal | None = None) -> dict[str, Any]:
+async def approval_details(gw: Gateway, approval_id: str, actor: Principal) -> dict[str, Any]:
     """One approval with the exact arguments of its call, for who may approve it (restrictions:write):
     the approval link's page and ``GET /api/approvals/{id}``."""
-    if actor is not None:
-        require_operation(actor, "restrictions:write", "get")
-    approval = await get_approval(gw, approval_id)
+    require_operation(actor, "restrictions:write", "get")
+    approval = await _approval(gw, approval_id)
     return _details(gw, approval, await gw.policy(), with_arguments=True)
 
 
-async def pending_approvals(gw: Gateway, actor: Principal | None = None) -> list[dict[str, Any]]:
+async def pending_approvals(gw: Gateway, actor: Principal) -> list[dict[str, Any]]:
     """The approvals waiting for an answer, oldest first (restrictions:write), without arguments."""
-    if actor is not None:
-        require_operation(actor, "restrictions:write", "list")
+    require_operation(actor, "restrictions:write", "list")
     policy = await gw.policy()
     waiting = await store.list_pending(gw.db, gw.clock(), PENDING_LISTED)
     return [_details(gw, a, policy, with_arguments=False) for a in waiting]
 
 
-async def get_approval(gw: Gateway, approval_id: str, actor: Principal | None = None) -> Approval:
+async def get_approval(gw: Gateway, approval_id: str, actor: Principal) -> Approval:
     """One approval, to show an approver what it would let run (restrictions:read)."""
-    if actor is not None:
-        require_operation(actor, "restrictions:read", "get")
+    require_operation(actor, "restrictions:read", "get")
+    return await _approval(gw, approval_id)
+
+
+async def _approval(gw: Gateway, approval_id: str) -> Approval:
     approval = await store.get_approval(gw.db, approval_id)
     if approval is None:
         raise NotFound(f"no approval {approval_id!r}")
     return approval
 
 
-async def approve(gw: Gateway, approval_id: str, actor: Principal | None = None) -> Approval:
+async def approve(gw: Gateway, approval_id: str, actor: Principal) -> Approval:
     """An admin or owner approves a waiting call (restrictions:write); it may then run once."""
     return await _answer(gw, approval_id, "approve", actor)
 
 
-async def decline(gw: Gateway, approval_id: str, actor: Principal | None = None) -> Approval:
+async def decline(gw: Gateway, approval_id: str, actor: Principal) -> Approval:
     """An admin or owner declines a waiting call (restrictions:write, like approving): it does not
     run and its arguments are forgotten; the member calling it again asks for a new approval. The
     console and the command line call this; it is no control-plane tool, which would grow every
@@ -200,17 +201,16 @@ async def decline(gw: Gateway, approval_id: str, actor: Principal | None = None)
     return await _answer(gw, approval_id, "decline", actor)
 
 
-async def _answer(gw: Gateway, approval_id: str, action: str, actor: Principal | None) -> Approval:
-    if actor is not None:
-        require_operation(actor, "restrictions:write", action)
-    who = actor.member if actor is not None else "command line"
+async def _answer(gw: Gateway, approval_id: str, action: str, actor: Principal) -> Approval:
+    require_operation(actor, "restrictions:write", action)
+    who = actor.member
     approving = action == "approve"
     status, approved_by = ("approved", who) if approving else ("declined", None)
     if not await store.decide(gw.db, approval_id, status=status, approved_by=approved_by, now=gw.clock()):
         if await store.get_approval(gw.db, approval_id) is None:
             raise NotFound(f"no approval {approval_id!r}")
         raise ConfigError(f"approval {approval_id} is not waiting for an answer (answered or expired)")
-    return await get_approval(gw, approval_id)
+    return await _approval(gw, approval_id)
 
 
 async def set_approval_rule(
@@ -220,12 +220,11 @@ async def set_approval_rule(
     account: str | None = None,
     role: str | None = None,
     required: bool = True,
-    actor: Principal | None = None,
+    actor: Principal,
 ) -> list[ApprovalRule]:
     """Require (or stop requiring) approvals for calls of a classification, optionally of one
     account and/or one role; takes effect within the policy cache time (R-7.6). The rules after."""
-    if actor is not None:
-        require_operation(actor, "restrictions:write", "set")
+    require_operation(actor, "restrictions:write", "set")
     rule = ApprovalRule(new_rule_id(), classification, account, role)
     validate_approval_rule(rule)
     if account is not None and account not in gw.connections:
@@ -238,8 +237,7 @@ async def set_approval_rule(
     return list((await gw.policy()).approval_rules)
 
 
-async def list_approval_rules(gw: Gateway, actor: Principal | None = None) -> list[ApprovalRule]:
-    if actor is not None:
-        require_operation(actor, "restrictions:read", "list")
+async def list_approval_rules(gw: Gateway, actor: Principal) -> list[ApprovalRule]:
+    require_operation(actor, "restrictions:read", "list")
     await gw.reload_policy()
     return list((await gw.policy()).approval_rules)

@@ -69,14 +69,14 @@ async def close_entry(gw: Gateway, entry: AuditEntry, *, outcome: str, error_cod
     )
 
 
-async def search_audit(gw: Gateway, principal: Principal | None, f: AuditFilter) -> list[dict[str, Any]]:
+async def search_audit(gw: Gateway, principal: Principal, f: AuditFilter) -> list[dict[str, Any]]:
     """Audit entries matching ``f``, newest first (R-11.3); needs ``audit:read``."""
-    if principal is not None:
-        require_operation(principal, "audit:read", "search")
+    require_operation(principal, "audit:read", "search")
     return [e.to_json() for e in await store.search(gw.db, f)]
 
 
-async def export_audit(gw: Gateway, f: AuditFilter) -> str:
-    """JSON lines, oldest first."""
+async def export_audit(gw: Gateway, principal: Principal, f: AuditFilter) -> str:
+    """JSON lines, oldest first; needs ``audit:read``."""
+    require_operation(principal, "audit:read", "search")
     rows = await store.search(gw.db, f)
     return "".join(json.dumps(e.to_json(), sort_keys=True) + "\n" for e in reversed(rows))

@@ -26,7 +26,7 @@ from toolcrib.gateway import oauth, reach
 from toolcrib.gateway.connection_definition import Definition, check_definition, malformed
 from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.shaping import redact_text
-from toolcrib.policy.gates import Principal
+from toolcrib.policy.gates import Operator, Principal, require_operation
 from toolcrib.store import connections as store
 from toolcrib.store.connections import ConnectionRow, StoredTool
 from toolcrib.upstream.session import UpstreamSpec
@@ -43,13 +43,13 @@ __all__ = [
 ]
 
 
-def _require_stdio_allowed(gw: Gateway, actor: Principal | None, stdio: bool) -> None:
+def _require_stdio_allowed(gw: Gateway, actor: Principal, stdio: bool) -> None:
     """A stdio connection runs a command on this host: over MCP or REST only when allowed.
 
-    The command line on the host (``actor=None``) always may. The answer is ``forbidden``, not
-    ``permission_required``: no role or scope would let a token do it, only the host's setting.
+    The command line on the host (the :class:`Operator`) always may. The answer is ``forbidden``,
+    not ``permission_required``: no role or scope would let a token do it, only the host's setting.
     """
-    if stdio and actor is not None and not gw.settings.allow_remote_stdio:
+    if stdio and not isinstance(actor, Operator) and not gw.settings.allow_remote_stdio:
         raise Forbidden(
             "a stdio connection runs a command on the gateway's host: add it with the command line "
             "there (or set TOOLCRIB_ALLOW_REMOTE_STDIO); over MCP and REST, connect a URL"
@@ -73,7 +73,7 @@ async def add_connection(
     env: Mapping[str, str] | None = None,
     headers: Mapping[str, str] | None = None,
     oauth: bool | Mapping[str, Any] | None = None,
-    actor: Principal | None = None,
+    actor: Principal,
 ) -> ConnectionRow:
     """Create a connection (status ``pending``) and sync its catalog at once.
 
@@ -81,10 +81,11 @@ async def add_connection(
     remote connection authorizes at its upstream with OAuth 2.1 (#14): it stays ``pending`` with
     the authorize URL (``authorize_url``) until someone authorizes it there.
 
-    The whole definition is checked before anything is saved (``invalid_arguments``). An ``actor``
-    (a member over MCP or REST; the command line passes none) may only connect what the resolver
-    lets them reach, and a stdio command only when ``allow_remote_stdio`` is set.
+    The whole definition is checked before anything is saved (``invalid_arguments``). The ``actor``
+    needs ``connections:write``, may only connect what the resolver lets them reach, and a stdio
+    command only from the host's command line or when ``allow_remote_stdio`` is set.
     """
+    require_operation(actor, "connections:write", "create")
     d = check_definition(name, connector, command, url, env, headers, oauth)
     _require_stdio_allowed(gw, actor, d.argv is not None)
     await _require_reach(gw, actor, d)
@@ -117,13 +118,14 @@ async def update_connection(
     url: str | None = None,
     env: Mapping[str, str] | None = None,
     headers: Mapping[str, str] | None = None,
-    actor: Principal | None = None,
+    actor: Principal,
 ) -> ConnectionRow:
     """Change what is given (the rest is kept), checked like a new connection, then sync again.
 
     A new command, or new ``env`` for a stdio server (``LD_PRELOAD`` runs code too), is refused to
     an ``actor`` unless ``allow_remote_stdio`` is set, as on creation.
     """
+    require_operation(actor, "connections:write", "update")
     await get_connection(gw, name, actor)  # not_found unless the actor may reach it
     current = await store.get_connection(gw.db, name)
     if current is None:
@@ -172,10 +174,8 @@ def _kept_oauth(auth: str | None, sealed: Any) -> dict[str, Any] | None:
     return {**kept, "per_member": True} if auth == "oauth_member" else kept
 
 
-async def _require_reach(gw: Gateway, actor: Principal | None, d: Definition) -> None:
+async def _require_reach(gw: Gateway, actor: Principal, d: Definition) -> None:
     """An actor connects only what the restriction resolver lets them reach (R-8.4)."""
-    if actor is None:
-        return
     rules = (await gw.policy()).rules
     if not reach.decide(rules, actor, account=d.name, connector=d.connector, where="connect").allowed:
         raise Restricted(f"connecting {d.connector!r} is withheld by a restriction")
@@ -303,16 +303,14 @@ def _broken(row: ConnectionRow) -> str | None:
     return f"the stored definition is malformed ({why}): remove the connection and add it again"
 
 
-def _reachable(principal: Principal | None, row: ConnectionRow, rules: Any) -> bool:
-    if principal is None:
-        return True
+def _reachable(principal: Principal, row: ConnectionRow, rules: Any) -> bool:
     return reach.decide(
         rules, principal, account=row.name, connector=row.connector, where="list_connections"
     ).allowed
 
 
-def _shown(gw: Gateway, row: ConnectionRow, viewer: Principal | None) -> ConnectionRow:
-    """``row`` as ``viewer`` may read it (R-13.3); ``None`` is the operator on the host.
+def _shown(gw: Gateway, row: ConnectionRow, viewer: Principal) -> ConnectionRow:
+    """``row`` as ``viewer`` may read it (R-13.3).
 
     A stdio command line is shown to owners only. The reason is redacted again on the way out, so
     a row stored before reasons were redacted shows no secret either. A malformed row (R-13.1)
@@ -322,7 +320,7 @@ def _shown(gw: Gateway, row: ConnectionRow, viewer: Principal | None) -> Connect
     if broken is not None:
         connector = row.connector if isinstance(row.connector, str) else "?"
         return replace(row, connector=connector, command=None, url=None, status="error", reason=broken)
-    owner = viewer is None or viewer.role == "owner"
+    owner = viewer.role == "owner"
     link = row.authorize_url if oauth.may_authorize(viewer) else None
     return replace(
         row, reason=shown_reason(gw, row), command=row.command if owner else None, authorize_url=link
@@ -340,15 +338,17 @@ def shown_reason(gw: Gateway, row: ConnectionRow) -> str | None:
         return redact_text(row.reason, [])
 
 
-async def list_connections(gw: Gateway, principal: Principal | None = None) -> list[ConnectionRow]:
+async def list_connections(gw: Gateway, principal: Principal) -> list[ConnectionRow]:
     """Every connection the caller may reach (the restriction resolver decides, R-8.4), as the
     caller may read it."""
+    require_operation(principal, "connections:read", "list")
     rows = [_shown(gw, r, principal) for r in await store.list_connections(gw.db)]
     rules = (await gw.policy()).rules
     return [r for r in rows if _reachable(principal, r, rules)]
 
 
-async def get_connection(gw: Gateway, name: str, principal: Principal | None = None) -> ConnectionRow:
+async def get_connection(gw: Gateway, name: str, principal: Principal) -> ConnectionRow:
+    require_operation(principal, "connections:read", "get")
     row = await store.get_connection(gw.db, name)
     if row is not None:
         row = _shown(gw, row, principal)
@@ -357,13 +357,16 @@ async def get_connection(gw: Gateway, name: str, principal: Principal | None = N
     return row
 
 
-async def refresh_connection(gw: Gateway, name: str, principal: Principal | None = None) -> ConnectionRow:
+async def refresh_connection(gw: Gateway, name: str, principal: Principal) -> ConnectionRow:
+    require_operation(principal, "connections:write", "refresh")
     row = await get_connection(gw, name, principal)
     await gw.upstreams.discard(row.name)
     return _shown(gw, await sync_connection(gw, row.name), principal)
 
 
-async def remove_connection(gw: Gateway, name: str) -> None:
+async def remove_connection(gw: Gateway, name: str, principal: Principal) -> None:
+    require_operation(principal, "connections:write", "delete")
+    await get_connection(gw, name, principal)  # not_found unless the principal may reach it
     await gw.upstreams.discard(name)
     if not await store.delete_connection(gw.db, name):
         raise NotFound(f"no connection named {name!r}")

@@ -126,8 +126,7 @@ async def _c_update(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
 
 @_op("connections", "delete", "Remove a connection.", "name", "name")
 async def _c_delete(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
-    await connections.get_connection(gw, a["name"], p)
-    await connections.remove_connection(gw, a["name"])
+    await connections.remove_connection(gw, a["name"], p)
     return {"removed": a["name"]}
 
 
@@ -166,7 +165,7 @@ async def _m_remove(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
 
 @_op("grants", "list", "List grants.", "member")
 async def _g_list(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
-    return [members.grant_view(g) for g in await members.list_tokens(gw, a.get("member"), p)]
+    return [members.grant_view(g) for g in await members.list_tokens(gw, a.get("member"), actor=p)]
 
 
 @_op("grants", "create", "New access token.", "member scopes", "member")

@@ -71,7 +71,7 @@ async def execute_tool(
         raise InvalidArguments("`arguments` must be an object", [{"pointer": "", "message": "not an object"}])
     pinned_hash: str | None = None
     if action_id is not None:
-        handle = await resolve_handle(gw, principal.member, action_id)
+        handle = await resolve_handle(gw, principal, action_id)
         tool, pinned_hash = handle.public_name, handle.schema_hash
     assert tool is not None
     # 2. tool:execute, the member active and the grant unrevoked (authenticate checked the latter two

@@ -15,6 +15,7 @@ from collections import OrderedDict
 from toolcrib.auth.tokens import new_handle
 from toolcrib.errors import HandleExpired, NotFound
 from toolcrib.gateway.core import Gateway
+from toolcrib.policy.gates import Principal
 from toolcrib.store import handles as store
 from toolcrib.store.handles import HandleRow
 
@@ -41,23 +42,24 @@ def _hold(gw: Gateway, rows: list[HandleRow]) -> None:
         held.popitem(last=False)
 
 
-async def issue_handles(gw: Gateway, member: str, tools: list[tuple[str, str]]) -> list[str]:
-    """One new handle per ``(public_name, schema_hash)``, stored where every replica can read it."""
+async def issue_handles(gw: Gateway, principal: Principal, tools: list[tuple[str, str]]) -> list[str]:
+    """One new handle per ``(public_name, schema_hash)`` for ``principal``'s member, stored where
+    every replica can read it."""
     now = gw.clock()
-    rows = [HandleRow(new_handle(), member, name, schema, now) for name, schema in tools]
+    rows = [HandleRow(new_handle(), principal.member, name, schema, now) for name, schema in tools]
     await store.insert_handles(gw.db, rows)
     _hold(gw, rows)
     return [r.id for r in rows]
 
 
-async def resolve_handle(gw: Gateway, member: str, handle_id: str) -> HandleRow:
+async def resolve_handle(gw: Gateway, principal: Principal, handle_id: str) -> HandleRow:
     """Step 1 for a handle: unknown or another member's is ``not_found``; too old is ``handle_expired``."""
     row = _memory(gw).get(handle_id)
     if row is None and handle_id.startswith("act_"):
         row = await store.get_handle(gw.db, handle_id)
         if row is not None:
             _hold(gw, [row])
-    if row is None or row.member != member:
+    if row is None or row.member != principal.member:
         raise NotFound("unknown action handle; search again")
     if gw.clock() - row.created_at > gw.settings.handle_ttl_seconds:
         raise HandleExpired("this action handle has expired; search again")

@@ -1,4 +1,10 @@
-"""Members and their grants (R-7.1, R-7.5). The CLI acts as the operator (``actor=None``)."""
+"""Members and their grants (R-7.1, R-7.5).
+
+Every function takes the principal it acts for and checks it: a member over MCP or REST, or the
+command line's :class:`~toolcrib.policy.gates.Operator` (an owner holding every scope). Only
+``init_owner`` takes none, as it creates the first principal there is (and refuses once there is
+an owner).
+"""
 
 from __future__ import annotations
 
@@ -8,7 +14,7 @@ from typing import Any
 from toolcrib.auth.tokens import new_grant_id, new_token
 from toolcrib.errors import ConfigError, InvalidArguments, NotFound, PermissionRequired, ScopeRequired
 from toolcrib.gateway.core import Gateway
-from toolcrib.policy.gates import Principal, require_operation
+from toolcrib.policy.gates import Operator, Principal, require_operation
 from toolcrib.policy.roles import has_permission, require_member_change, require_role
 from toolcrib.policy.scopes import SCOPES, parse_scopes
 from toolcrib.store import members as store
@@ -61,14 +67,13 @@ async def init_owner(gw: Gateway, name: str = "owner") -> tuple[MemberRow, str]:
     if any(m.role == "owner" for m in await store.list_members(gw.db)):
         raise ConfigError("this organization already has an owner")
     member = await store.insert_member(gw.db, name, "owner")
-    _, token = await _new_token(gw, name, " ".join(sorted(SCOPES)), None)
+    _, token = await _new_token(gw, name, " ".join(sorted(SCOPES)), None, None)
     return member, token
 
 
-async def add_member(gw: Gateway, name: str, role: str, actor: Principal | None = None) -> MemberRow:
-    if actor is not None:
-        require_operation(actor, "members:write", "invite")
-        require_member_change(actor.role, target_role=role, new_role=role, active_owners=2)
+async def add_member(gw: Gateway, name: str, role: str, actor: Principal) -> MemberRow:
+    require_operation(actor, "members:write", "invite")
+    require_member_change(actor.role, target_role=role, new_role=role, active_owners=2)
     require_role(role)
     if not _MEMBER.match(name):
         raise ConfigError(f"member name {name!r} is not valid")
@@ -77,38 +82,34 @@ async def add_member(gw: Gateway, name: str, role: str, actor: Principal | None 
     return await store.insert_member(gw.db, name, role)
 
 
-async def list_members(gw: Gateway, actor: Principal | None = None) -> list[MemberRow]:
-    if actor is not None:
-        require_operation(actor, "members:read", "list")
+async def list_members(gw: Gateway, actor: Principal) -> list[MemberRow]:
+    require_operation(actor, "members:read", "list")
     return [m for m in await store.list_members(gw.db) if m.status != "removed"]
 
 
 async def _change(
-    gw: Gateway, name: str, new_role: str | None, operation: str, actor: Principal | None
+    gw: Gateway, name: str, new_role: str | None, operation: str, actor: Principal
 ) -> MemberRow:
+    require_operation(actor, "members:write", operation)
     target = await _member(gw, name)
     owners = sum(1 for m in await store.list_members(gw.db) if m.role == "owner" and m.status == "active")
-    if actor is not None:
-        require_operation(actor, "members:write", operation)
-        require_member_change(actor.role, target_role=target.role, new_role=new_role, active_owners=owners)
-    elif target.role == "owner" and new_role != "owner" and owners <= 1:
-        raise ConfigError("the last owner cannot be demoted, suspended or removed")
+    require_member_change(actor.role, target_role=target.role, new_role=new_role, active_owners=owners)
     return target
 
 
-async def set_role(gw: Gateway, name: str, role: str, actor: Principal | None = None) -> None:
+async def set_role(gw: Gateway, name: str, role: str, actor: Principal) -> None:
     require_role(role)
     await _change(gw, name, role, "update_role", actor)
     await store.update_member(gw.db, name, role=role)
 
 
-async def suspend_member(gw: Gateway, name: str, actor: Principal | None = None) -> None:
+async def suspend_member(gw: Gateway, name: str, actor: Principal) -> None:
     """Takes effect on the member's next call (R-7.6): grants are checked on every request."""
     await _change(gw, name, None, "suspend", actor)
     await store.update_member(gw.db, name, status="suspended")
 
 
-async def remove_member(gw: Gateway, name: str, actor: Principal | None = None) -> None:
+async def remove_member(gw: Gateway, name: str, actor: Principal) -> None:
     await _change(gw, name, None, "remove", actor)
     await store.update_member(gw.db, name, status="removed")
     for grant in await store.list_grants(gw.db, name):
@@ -116,7 +117,7 @@ async def remove_member(gw: Gateway, name: str, actor: Principal | None = None) 
 
 
 async def _new_token(
-    gw: Gateway, member: str, scopes: str, expires_days: float | None, actor: Principal | None = None
+    gw: Gateway, member: str, scopes: str, expires_days: float | None, actor: Principal | None
 ) -> tuple[GrantRow, str]:
     parsed = parse_scopes(scopes)
     if not parsed:
@@ -124,7 +125,7 @@ async def _new_token(
     if expires_days is not None and expires_days <= 0:
         raise ConfigError("--expires must be a positive number of days")
     expires_at = gw.clock() + expires_days * 86400 if expires_days is not None else None
-    if actor is not None:
+    if actor is not None:  # None only for the first owner's token, made by init_owner
         expires_at = _within_actor_grant(actor, parsed, expires_at)
     token = new_token()
     grant = await store.insert_grant(
@@ -172,45 +173,41 @@ async def create_token(
     member: str,
     scopes: str = DEFAULT_SCOPES,
     expires_days: float | None = None,
-    actor: Principal | None = None,
+    *,
+    actor: Principal,
 ) -> tuple[GrantRow, str]:
     """A personal access token; the token is returned once and stored only as a hash.
 
-    An ``actor`` (a member over MCP or REST) needs ``members:write``, ``owners:write`` for an
-    owner's token, and can only hand out scopes and a lifetime its own grant holds.
+    The ``actor`` needs ``members:write``, ``owners:write`` for an owner's token, and can only hand
+    out scopes and a lifetime its own grant holds (the operator holds every scope and no expiry).
     """
-    if actor is not None:
-        require_operation(actor, "members:write", "create")
+    require_operation(actor, "members:write", "create")
     target = await _member(gw, member)
-    if actor is not None:
-        _require_owner_reach(actor, target.role)
+    _require_owner_reach(actor, target.role)
     if target.status != "active":
         raise ConfigError(f"member {member!r} is {target.status}")
     return await _new_token(gw, member, scopes.replace(",", " "), expires_days, actor)
 
 
-async def list_tokens(
-    gw: Gateway, member: str | None = None, actor: Principal | None = None
-) -> list[GrantRow]:
-    if actor is not None:
-        require_operation(actor, "members:read", "list")
+async def list_tokens(gw: Gateway, member: str | None = None, *, actor: Principal) -> list[GrantRow]:
+    require_operation(actor, "members:read", "list")
     return await store.list_grants(gw.db, member)
 
 
-async def revoke_token(gw: Gateway, grant_id: str, actor: Principal | None = None) -> None:
+async def revoke_token(gw: Gateway, grant_id: str, actor: Principal) -> None:
     """Takes effect on the very next call (R-7.6). An owner's grant is revoked by owners only."""
-    if actor is not None:
-        require_operation(actor, "members:write", "revoke")
-        grant = await store.get_grant(gw.db, grant_id)
-        holder = await store.get_member(gw.db, grant.member) if grant is not None else None
-        if holder is not None:
-            _require_owner_reach(actor, holder.role)
+    require_operation(actor, "members:write", "revoke")
+    grant = await store.get_grant(gw.db, grant_id)
+    holder = await store.get_member(gw.db, grant.member) if grant is not None else None
+    if holder is not None:
+        _require_owner_reach(actor, holder.role)
     if not await store.revoke_grant(gw.db, grant_id):
         raise NotFound(f"no active grant {grant_id!r}")
 
 
 async def operator_principal(gw: Gateway, as_member: str | None = None) -> Principal:
-    """Who the command line acts as: the owner, or ``as_member`` with that member's role.
+    """Who the command line acts as: the :class:`Operator` (the first active owner), or
+    ``as_member`` with that member's role (``--as``).
 
     The operator runs on the gateway's own machine with the database in hand, so it holds every
     scope; the member's role and restrictions still apply through the one pipeline.
@@ -224,16 +221,15 @@ async def operator_principal(gw: Gateway, as_member: str | None = None) -> Princ
     owner = next((m for m in listed if m.role == "owner" and m.status == "active"), None)
     if owner is None:
         raise ConfigError("no owner yet: run `toolcrib init` first")
-    return Principal(member=owner.name, role=owner.role, scopes=SCOPES, grant_id="cli")
+    return Operator(member=owner.name, role=owner.role, scopes=SCOPES, grant_id="cli")
 
 
-async def reactivate_member(gw: Gateway, name: str, actor: Principal | None = None) -> None:
+async def reactivate_member(gw: Gateway, name: str, actor: Principal) -> None:
     """Undo a suspension (the admin console's "reactivate", #13): the member's unrevoked grants work
     again from their next call. Needs ``members:write`` (and ``owners:write`` for an owner)."""
+    require_operation(actor, "members:write", "update")
     target = await _member(gw, name)
-    if actor is not None:
-        require_operation(actor, "members:write", "update")
-        require_member_change(actor.role, target_role=target.role, new_role=target.role, active_owners=2)
+    require_member_change(actor.role, target_role=target.role, new_role=target.role, active_owners=2)
     if target.status != "suspended":
         raise ConfigError(f"member {name!r} is {target.status}, not suspended")
     await store.update_member(gw.db, name, status="active")

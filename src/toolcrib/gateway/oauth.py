@@ -234,12 +234,12 @@ async def complete_callback(gw: Gateway, query: dict[str, str]) -> tuple[str, bo
     return account, ok
 
 
-def may_authorize(viewer: Principal | None) -> bool:
+def may_authorize(viewer: Principal) -> bool:
     """Whether ``viewer`` is shown the link that authorizes a connection's shared upstream grant:
     whoever follows it binds the whole organization's connection to their own upstream account, so
-    only who may change connections (``connections:write``) gets it; ``None`` is the host operator.
+    only who may change connections (``connections:write``) gets it.
     A per-member connection's link for a member's own grant is that member's (``oauth``)."""
-    return viewer is None or has_permission(viewer.role, "connections:write")
+    return has_permission(viewer.role, "connections:write")
 
 
 def reauth_notices(gw: Gateway, principal: Principal, policy: PolicySnapshot) -> list[dict[str, Any]]:

@@ -21,7 +21,7 @@ from toolcrib.policy.gates import Principal, require_operation
 from toolcrib.policy.scopes import parse_scopes
 from toolcrib.store import members as member_store
 
-__all__ = ["answer_bytes", "principal_of", "search_as", "why_not"]
+__all__ = ["answer_bytes", "search_as", "why_not"]
 
 _UNEXPLAINED = "withheld by a restriction (reading the rules needs restrictions:read)"
 
@@ -31,7 +31,7 @@ def answer_bytes(value: Any) -> int:
     return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
 
 
-async def principal_of(gw: Gateway, name: str) -> Principal:
+async def _principal_of(gw: Gateway, name: str) -> Principal:
     """``name`` as a model acting for them would be: their role, the scopes of their live grants."""
     member = await member_store.get_member(gw.db, name)
     if member is None or member.status != "active":
@@ -55,7 +55,7 @@ async def _subject(gw: Gateway, actor: Principal, member: str) -> Principal:
         return actor
     require_operation(actor, "members:read", "search")
     require_operation(actor, "restrictions:read", "explain")
-    return await principal_of(gw, member)
+    return await _principal_of(gw, member)
 
 
 async def why_not(gw: Gateway, actor: Principal, member: str, tool: str) -> dict[str, Any]:

@@ -32,11 +32,6 @@ def rule_view(rule: Rule) -> dict[str, Any]:
     return {**dataclasses.asdict(rule), "description": describe_rule(rule)}
 
 
-def _guard(actor: Principal | None, permission: str, operation: str) -> None:
-    if actor is not None:
-        require_operation(actor, permission, operation)
-
-
 async def add_restriction(
     gw: Gateway,
     *,
@@ -46,10 +41,10 @@ async def add_restriction(
     connector: str | None = None,
     account: str | None = None,
     tool: str | None = None,
-    actor: Principal | None = None,
+    actor: Principal,
 ) -> Rule:
     """Add a rule; it takes effect within the policy cache time (R-7.6) on every replica."""
-    _guard(actor, "restrictions:write", "create")
+    require_operation(actor, "restrictions:write", "create")
     rule = Rule(new_rule_id(), effect, target_kind, target, connector, account, tool)  # type: ignore[arg-type]
     validate_rule(rule)
     if target_kind == "user" and await member_store.get_member(gw.db, target) is None:
@@ -58,23 +53,23 @@ async def add_restriction(
     return rule
 
 
-async def list_restrictions(gw: Gateway, actor: Principal | None = None) -> list[Rule]:
-    _guard(actor, "restrictions:read", "list")
+async def list_restrictions(gw: Gateway, actor: Principal) -> list[Rule]:
+    require_operation(actor, "restrictions:read", "list")
     await gw.reload_policy()
     return list((await gw.policy()).rules)
 
 
-async def remove_restriction(gw: Gateway, rule_id: str, actor: Principal | None = None) -> None:
-    _guard(actor, "restrictions:write", "delete")
+async def remove_restriction(gw: Gateway, rule_id: str, actor: Principal) -> None:
+    require_operation(actor, "restrictions:write", "delete")
     if not await store.delete_restriction(gw.db, rule_id):
         raise NotFound(f"no restriction {rule_id!r}")
 
 
 async def explain_restriction(
-    gw: Gateway, *, user: str | None, role: str | None, tool: str, actor: Principal | None = None
+    gw: Gateway, *, user: str | None, role: str | None, tool: str, actor: Principal
 ) -> list[str]:
     """Which rules decide whether ``user`` (or ``role``) reaches ``tool``, in words (R-8.6)."""
-    _guard(actor, "restrictions:read", "explain")
+    require_operation(actor, "restrictions:read", "explain")
     await gw.reload_policy()
     account, _, name = tool.partition("__")
     row = gw.connections.get(account)
@@ -98,11 +93,9 @@ def _tool_of(gw: Gateway, account: str, tool: str) -> None:
         raise NotFound(f"connection {account!r} has no tool {tool!r}")
 
 
-async def set_frozen(
-    gw: Gateway, account: str, tool: str, param: str, value: Any, actor: Principal | None = None
-) -> None:
+async def set_frozen(gw: Gateway, account: str, tool: str, param: str, value: Any, actor: Principal) -> None:
     """Freeze a provider parameter to a JSON value (R-9.1)."""
-    _guard(actor, "connections:write", "set")
+    require_operation(actor, "connections:write", "set")
     _tool_of(gw, account, tool)
     properties = gw.catalogs[account][tool].record.input_schema.get("properties") or {}
     if param not in properties:
@@ -111,24 +104,22 @@ async def set_frozen(
     await gw.reload_policy()
 
 
-async def unset_frozen(
-    gw: Gateway, account: str, tool: str, param: str, actor: Principal | None = None
-) -> None:
-    _guard(actor, "connections:write", "unset")
+async def unset_frozen(gw: Gateway, account: str, tool: str, param: str, actor: Principal) -> None:
+    require_operation(actor, "connections:write", "unset")
     if not await store.unset_frozen(gw.db, account, tool, param):
         raise NotFound(f"{account}__{tool}.{param} is not frozen")
     await gw.reload_policy()
 
 
-async def list_frozen(gw: Gateway) -> list[dict[str, Any]]:
+async def list_frozen(gw: Gateway, actor: Principal) -> list[dict[str, Any]]:
+    """Frozen values are a connection's configuration: read by who may change it."""
+    require_operation(actor, "connections:write", "list")
     return await store.list_frozen(gw.db)
 
 
-async def classify_tool(
-    gw: Gateway, account: str, tool: str, risk: str, actor: Principal | None = None
-) -> None:
+async def classify_tool(gw: Gateway, account: str, tool: str, risk: str, actor: Principal) -> None:
     """An admin override of a tool's classification; ``forbidden`` hides it everywhere (R-7.4)."""
-    _guard(actor, "connections:write", "update")
+    require_operation(actor, "connections:write", "update")
     if risk not in RISKS:
         raise ConfigError(f"classification must be one of {', '.join(RISKS)}")
     _tool_of(gw, account, tool)

@@ -74,7 +74,7 @@ async def search_tools(gw: Gateway, principal: Principal, query: str, limit: int
         withheld=lambda name: where(name) == "restricted",
     )
     cards, pinned = await _cards_for(gw, policy, found.hits)
-    for card, handle in zip(cards, await issue_handles(gw, principal.member, pinned), strict=True):
+    for card, handle in zip(cards, await issue_handles(gw, principal, pinned), strict=True):
         card["action_id"] = handle
     flags: dict[str, Any] = {"query_truncated": True} if truncated else {}
     waiting = reauth_notices(gw, principal, policy)

@@ -10,12 +10,16 @@ from typing import Any
 
 from toolcrib.errors import NotFound
 from toolcrib.gateway.core import Gateway
+from toolcrib.policy.gates import Principal, require_operation
 
 __all__ = ["list_tools"]
 
 
-async def list_tools(gw: Gateway, connection: str | None = None) -> list[dict[str, Any]]:
-    """Every usable tool (of one ``connection`` when named), by public name."""
+async def list_tools(
+    gw: Gateway, principal: Principal, connection: str | None = None
+) -> list[dict[str, Any]]:
+    """Every usable tool (of one ``connection`` when named), by public name (``connections:read``)."""
+    require_operation(principal, "connections:read", "list")
     if connection is not None and connection not in gw.connections:
         raise NotFound(f"no connection named {connection!r}")
     rows = []

@@ -20,6 +20,11 @@ Control-plane operations over MCP: :func:`lists_tools` (R-7.2: nothing at all is
 ``tool:execute``), then :func:`require_operation` (its permission, then the scope of its own
 classification; ``mcp:tools`` is not needed, they are not connected tools). The REST and command
 line faces call :func:`require_operation` alone.
+
+:func:`require` is THE authorization check of every administrative act on every face (MCP, REST,
+the console's pages, ``/metrics``, the command line): the role holds the permission, then the
+grant holds the scope of the act's classification. There is no "no principal" that skips it: the
+command line on the gateway's own host acts as the :class:`Operator`, an owner holding every scope.
 """
 
 from __future__ import annotations
@@ -35,10 +40,13 @@ from toolcrib.policy.scopes import TOOLS_SCOPE, scope_for
 
 __all__ = [
     "EXECUTE",
+    "Operator",
     "Principal",
     "Visibility",
     "can_use_operation",
     "lists_tools",
+    "permitted",
+    "require",
     "require_allowed",
     "require_execute",
     "require_not_forbidden",
@@ -65,6 +73,17 @@ class Principal:
     scopes: frozenset[str]
     grant_id: str
     expires_at: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Operator(Principal):
+    """The operator at the gateway's own host: the command line, run with the database in hand.
+
+    It acts as an owner member holding every scope, through the same checks as everyone (R-7.1);
+    what only the host may do (adding a stdio server, which runs a command on this machine, without
+    ``allow_remote_stdio``) is decided by ``isinstance(principal, Operator)``, never by a missing
+    principal.
+    """
 
 
 def lists_tools(p: Principal) -> bool:
@@ -116,19 +135,30 @@ def visibility(p: Principal, *, risk: str, decision: Decision) -> Visibility:
     return "visible" if scope_for(risk) in p.scopes else "hidden"
 
 
+def require(p: Principal, permission: str | tuple[str, ...], risk: str) -> None:
+    """THE authorization check: the role holds ``permission`` (one of them, when several are
+    given), then the grant holds the scope of ``risk``, the act's classification (R-7.1, R-7.3).
+    ``permission_required`` names the first permission, ``scope_required`` the scope."""
+    wanted = (permission,) if isinstance(permission, str) else permission
+    if not any(has_permission(p.role, w) for w in wanted):
+        raise PermissionRequired(wanted[0], None if len(wanted) == 1 else f"this needs {' or '.join(wanted)}")
+    require_scope_for(p, risk)
+
+
+def permitted(p: Principal, permission: str | tuple[str, ...], risk: str) -> bool:
+    """Whether :func:`require` would let ``p`` through (what a face shows, it may use)."""
+    try:
+        require(p, permission, risk)
+    except InBandError:
+        return False
+    return True
+
+
 def require_operation(p: Principal, permission: str, operation: str) -> None:
     """A control-plane operation: its permission, then the scope of its classification (R-7.3)."""
-    if not has_permission(p.role, permission):
-        raise PermissionRequired(permission)
-    require_scope_for(p, classify_operation(operation))
+    require(p, permission, classify_operation(operation))
 
 
 def can_use_operation(p: Principal, permission: str, operation: str) -> bool:
     """Whether ``tools/list`` names this control-plane operation for ``p`` (R-10.1, R-7.2)."""
-    if not lists_tools(p):
-        return False
-    try:
-        require_operation(p, permission, operation)
-    except InBandError:
-        return False
-    return True
+    return lists_tools(p) and permitted(p, permission, classify_operation(operation))

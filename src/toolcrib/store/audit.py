@@ -38,6 +38,8 @@ class AuditEntry:
     instance: str | None = None
     id: int | None = None
     approved_by: str | None = None
+    kind: str = "call"
+    """``call``: a connected tool's call (R-11.1); ``admin``: an audited administrative act."""
 
     def to_json(self) -> dict[str, Any]:
         # Every field is a scalar: a plain read, not ``asdict``'s recursive deep copy (#12: that

@@ -15,11 +15,9 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route, Router
 
 from toolcrib.auth.metadata import www_authenticate
-from toolcrib.errors import InBandError, PermissionRequired, ScopeRequired
+from toolcrib.errors import InBandError, ScopeRequired
 from toolcrib.gateway.core import Gateway
-from toolcrib.policy.gates import Principal
-from toolcrib.policy.roles import has_permission
-from toolcrib.policy.scopes import scope_for
+from toolcrib.policy.gates import Principal, require
 from toolcrib.settings import Settings
 from toolcrib.web.rest import METADATA_PATH
 from toolcrib.web.telemetry import Telemetry
@@ -31,11 +29,9 @@ METRICS_PERMISSIONS = ("usage:read", "audit:read")
 
 
 def require_metrics_reader(principal: Principal) -> None:
-    """``permission_required`` naming ``usage:read``, then ``scope_required`` naming ``mcp:read``."""
-    if not any(has_permission(principal.role, p) for p in METRICS_PERMISSIONS):
-        raise PermissionRequired("usage:read", "reading /metrics needs 'usage:read' or 'audit:read'")
-    if scope_for("read") not in principal.scopes:
-        raise ScopeRequired(scope_for("read"))
+    """``permission_required`` naming ``usage:read``, then ``scope_required`` naming ``mcp:read``:
+    the one authorization check of every face (``policy.gates.require``), for a read."""
+    require(principal, METRICS_PERMISSIONS, "read")
 
 
 def metrics_router(settings: Settings, telemetry: Telemetry, principal_key: str) -> Router:

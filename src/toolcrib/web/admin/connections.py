@@ -26,7 +26,7 @@ async def _tools_by_connection(ctx: Ctx, names: set[str], every: bool) -> dict[s
     """
     policy = await ctx.gw.policy()
     by_connection: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
-    for tool in await tools.list_tools(ctx.gw):
+    for tool in await tools.list_tools(ctx.gw, ctx.principal):
         found = ctx.gw.lookup(tool["name"])
         if tool["connection"] not in names or found is None:
             continue
@@ -79,9 +79,9 @@ async def _delete(ctx: Ctx, form: FormData) -> Response:
 
 @builder("frozen")
 async def frozen_page(ctx: Ctx, *, error: InBandError | None = None, status: int = 200) -> Response:
-    rows = await restrictions.list_frozen(ctx.gw)
+    rows = await restrictions.list_frozen(ctx.gw, ctx.principal)
     reachable = {r["name"] for r in await ctx.op("connections__list")}
-    names = [t["name"] for t in await tools.list_tools(ctx.gw) if t["connection"] in reachable]
+    names = [t["name"] for t in await tools.list_tools(ctx.gw, ctx.principal) if t["connection"] in reachable]
     return ctx.page(
         "frozen.html",
         status=status,

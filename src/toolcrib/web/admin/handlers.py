@@ -21,7 +21,7 @@ from toolcrib.gateway.control import ControlPlane
 from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.faults import in_band
 from toolcrib.policy.gates import Principal
-from toolcrib.web.admin.render import allowed, render
+from toolcrib.web.admin.render import allowed, render, require_page
 from toolcrib.web.admin.session import Session, csrf_ok, open_session, same_origin
 from toolcrib.web.rest import status_for
 
@@ -103,9 +103,8 @@ def page(slug: str) -> Callable[[Request], Awaitable[Response]]:
         if session is None:
             return RedirectResponse(LOGIN, 303)
         ctx = Ctx(request, session)
-        if not allowed(session.principal, slug):
-            return ctx.page("denied.html", status=403, code="permission_required")
         try:
+            require_page(session.principal, slug)  # the role's permission and the grant's scope
             return await _BUILDERS[slug](ctx)
         except Exception as exc:  # e.g. a grant short of the scope a read needs: its code, no trace
             return failed(ctx, in_band(exc))

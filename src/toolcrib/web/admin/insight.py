@@ -42,7 +42,11 @@ async def playground_page(
     others = has_permission(ctx.principal.role, "members:read") and has_permission(
         ctx.principal.role, "restrictions:read"
     )
-    names = [m.name for m in await members.list_members(ctx.gw)] if others else [ctx.principal.member]
+    names = (
+        [m.name for m in await members.list_members(ctx.gw, ctx.principal)]
+        if others
+        else [ctx.principal.member]
+    )
     return ctx.page(
         "playground.html",
         status=status,

@@ -15,10 +15,9 @@ from jinja2 import Environment, PackageLoader
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
-from toolcrib.policy.gates import Principal
-from toolcrib.policy.roles import has_permission
+from toolcrib.policy.gates import Principal, permitted, require
 
-__all__ = ["NAV", "NavItem", "allowed", "first_page", "render"]
+__all__ = ["NAV", "NavItem", "allowed", "first_page", "render", "require_page"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +41,14 @@ _BY_SLUG = {item.slug: item for item in NAV}
 
 
 def allowed(principal: Principal, slug: str) -> bool:
-    return has_permission(principal.role, _BY_SLUG[slug].permission)
+    """Whether the page shows for ``principal``: the one authorization check of every face, the
+    role's permission and the grant's scope both (a token without ``mcp:read`` reads no page)."""
+    return permitted(principal, _BY_SLUG[slug].permission, "read")
+
+
+def require_page(principal: Principal, slug: str) -> None:
+    """:func:`allowed`, raising the in-band error that says why not (the role, or the scope)."""
+    require(principal, _BY_SLUG[slug].permission, "read")
 
 
 def first_page(principal: Principal) -> str | None:

@@ -39,7 +39,7 @@ async def _explained(ctx: Ctx) -> tuple[dict[str, Any] | None, InBandError | Non
 async def restrictions_page(ctx: Ctx, *, error: InBandError | None = None, status: int = 200) -> Response:
     rules = await ctx.op("restrictions__list")
     explained, explain_error = await _explained(ctx)
-    names = [t["name"] for t in await tools.list_tools(ctx.gw)]
+    names = [t["name"] for t in await tools.list_tools(ctx.gw, ctx.principal)]
     return ctx.page(
         "restrictions.html",
         status=status,

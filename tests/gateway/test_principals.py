@@ -1,0 +1,123 @@
+"""No gateway function acts without a principal, and none treats one as a bypass (#21, item 6).
+
+"No actor" used to mean "the host operator: skip every check": any caller that forgot the
+argument got full power. Every public gateway function that works on a ``Gateway`` now takes a
+``Principal`` it cannot leave out; the command line passes the host's ``Operator``, an owner that
+goes through the same checks as everyone. The few functions that take none are listed here by
+name, each with why: they establish who is calling, or they are the gateway's own machinery that
+no face reaches with arguments a caller chooses.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+import toolcrib.gateway
+from toolcrib.errors import PermissionRequired, ScopeRequired
+from toolcrib.gateway.core import Gateway
+from toolcrib.policy.gates import Operator, Principal, permitted, require
+from toolcrib.policy.scopes import SCOPES
+
+ESTABLISH_WHO_CALLS: dict[tuple[str, str], str] = {
+    ("identity", "authenticate"): "turns a bearer token into the principal",
+    ("members", "init_owner"): "creates the first principal there is; refuses once an owner exists",
+    ("members", "operator_principal"): "makes the host operator's principal from the store",
+    ("oauth", "complete_callback"): "a browser with no grant lands there; bound by its state",
+}
+GATEWAY_MACHINERY: dict[tuple[str, str], str] = {
+    (
+        "connections",
+        "sync_connection",
+    ): "a connection's catalog sync, started by the upstream or a checked act",
+    ("oauth", "authorize"): "starts the upstream flow of a connection a checked act created or refreshed",
+    ("oauth", "binding_of"): "how a checked call reaches its upstream grant",
+    ("oauth", "has_grant"): "whether the upstream grant exists, asked by the sync",
+    ("oauth", "on_auth_needed"): "the upstream session's callback when its grant died",
+    ("oauth", "on_authorized"): "the upstream flow's callback when it ended",
+    ("oauth", "wait_authorized"): "the command line waits for the flow its checked act started",
+}
+
+
+def _gateway_functions() -> Iterator[tuple[str, str, Callable[..., Any]]]:
+    for info in pkgutil.iter_modules(toolcrib.gateway.__path__):
+        module = importlib.import_module(f"toolcrib.gateway.{info.name}")
+        for name in getattr(module, "__all__", ()):
+            value = getattr(module, name)
+            if inspect.isfunction(value):
+                yield info.name, name, value
+
+
+def _takes_gateway(fn: Callable[..., Any]) -> bool:
+    params = list(inspect.signature(fn, eval_str=True).parameters.values())
+    return bool(params) and params[0].annotation is Gateway
+
+
+def _requires_principal(fn: Callable[..., Any]) -> bool:
+    return any(
+        p.annotation is Principal and p.default is inspect.Parameter.empty
+        for p in inspect.signature(fn, eval_str=True).parameters.values()
+    )
+
+
+def test_r7_1_every_public_gateway_function_requires_a_principal() -> None:
+    exempt = ESTABLISH_WHO_CALLS.keys() | GATEWAY_MACHINERY.keys()
+    walked = [(m, n, fn) for m, n, fn in _gateway_functions() if _takes_gateway(fn)]
+    assert len(walked) > 40  # the walk reaches the use cases, not an empty package
+    missing = [f"{m}.{n}" for m, n, fn in walked if (m, n) not in exempt and not _requires_principal(fn)]
+    assert missing == []
+
+
+def test_r7_1_the_exempt_list_names_only_functions_that_exist_and_take_no_principal() -> None:
+    found = {(m, n): fn for m, n, fn in _gateway_functions()}
+    for key in ESTABLISH_WHO_CALLS.keys() | GATEWAY_MACHINERY.keys():
+        assert key in found, key
+        assert not _requires_principal(found[key]), f"{key} takes a principal now: drop it from the list"
+
+
+def test_r7_1_no_public_gateway_function_lets_the_principal_default_to_none() -> None:
+    lax = [
+        f"{m}.{n}({p.name})"
+        for m, n, fn in _gateway_functions()
+        for p in inspect.signature(fn, eval_str=True).parameters.values()
+        if p.annotation == (Principal | None)
+    ]
+    assert lax == []
+
+
+def _operator(role: str, scopes: frozenset[str] = SCOPES) -> Operator:
+    return Operator(member="op", role=role, scopes=scopes, grant_id="cli")
+
+
+def test_r7_1_the_operator_goes_through_the_same_check_as_everyone() -> None:
+    require(_operator("owner"), "members:write", "write")
+    with pytest.raises(PermissionRequired):
+        require(_operator("guest"), "members:write", "write")
+    with pytest.raises(ScopeRequired):
+        require(_operator("owner", frozenset({"mcp:read"})), "members:write", "write")
+
+
+@pytest.mark.parametrize(
+    ("role", "scopes", "expected"),
+    [
+        ("auditor", {"mcp:read"}, True),
+        ("billing_admin", {"mcp:read"}, True),
+        ("auditor", {"mcp:tools"}, False),  # the role would do, the grant's scope would not
+        ("member", {"mcp:read"}, False),  # the scope would do, the role would not
+    ],
+)
+def test_r14_1_metrics_and_console_pages_use_the_one_check_roles_and_scopes_both(
+    role: str, scopes: set[str], expected: bool
+) -> None:
+    from toolcrib.web.admin.render import allowed
+    from toolcrib.web.metrics import METRICS_PERMISSIONS
+
+    principal = Principal(member="x", role=role, scopes=frozenset(scopes), grant_id="grt_x")
+    assert permitted(principal, METRICS_PERMISSIONS, "read") is expected
+    page = "audit" if role == "auditor" else "savings" if role == "billing_admin" else "audit"
+    assert allowed(principal, page) is expected
