@@ -254,7 +254,7 @@ class OIDCClient:
                     declared = response.headers.get("content-length", "")
                     if declared.isdigit() and int(declared) > MAX_DOCUMENT_BYTES:
                         raise _TooLarge
-                    async for chunk in response.aiter_raw():
+                    async for chunk in response.aiter_bytes():  # decoded: a compressed bomb counts whole
                         body += chunk
                         if len(body) > MAX_DOCUMENT_BYTES:
                             raise _TooLarge
