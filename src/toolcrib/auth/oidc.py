@@ -116,10 +116,12 @@ class OIDCClient:
         *,
         clock: Callable[[], float] = time.time,
         transport: httpx2.AsyncBaseTransport | None = None,
+        fetch_seconds: float = FETCH_SECONDS,
     ) -> None:
         self.config = config
         self._clock = clock
-        self._http = httpx2.AsyncClient(transport=transport, follow_redirects=False, timeout=FETCH_SECONDS)
+        self._fetch_seconds = fetch_seconds
+        self._http = httpx2.AsyncClient(transport=transport, follow_redirects=False, timeout=fetch_seconds)
         self._lock = anyio.Lock()
         self._discovery: tuple[float, Discovery] | None = None
         self._keys: tuple[float, KeySet] | None = None
@@ -249,7 +251,7 @@ class OIDCClient:
     async def _bounded(self, method: str, url: str, what: str, **kwargs: Any) -> tuple[int, bytes]:
         body = bytearray()
         try:
-            with anyio.fail_after(FETCH_SECONDS):
+            with anyio.fail_after(self._fetch_seconds):
                 async with self._http.stream(method, url, **kwargs) as response:
                     declared = response.headers.get("content-length", "")
                     if declared.isdigit() and int(declared) > MAX_DOCUMENT_BYTES:

@@ -82,8 +82,9 @@ async def insert_identity(
         "role_pinned": False,
     }
     async with db.begin() as conn:
-        result = await conn.execute(insert(members).values(**values).on_conflict_do_nothing())
-    return bool(result.rowcount)
+        statement = insert(members).values(**values).on_conflict_do_nothing().returning(members.c.name)
+        won = (await conn.execute(statement)).first()
+    return won is not None
 
 
 async def update_identity(db: Database, name: str, **values: Any) -> None:
