@@ -14,10 +14,10 @@ from urllib.parse import parse_qs, urlsplit
 import anyio
 import httpx2
 import pytest
-
 from tests.admin.console import Console, console
 from tests.conftest import free_port
 from tests.e2e.inprocess import open_gateway, settings_for
+
 from toolcrib.auth.oidc import MAX_DOCUMENT_BYTES, OIDCClient, OIDCConfig, Pending
 
 pytestmark = pytest.mark.anyio

@@ -57,7 +57,7 @@ async def test_r7_8_a_member_created_by_two_replicas_at_once_exists_once(dbs: li
                 subject="s1",
                 issuer="https://idp",
                 now=1.0,
-            )  # fmt: skip
+            )
         )
 
     async with anyio.create_task_group() as tg:
