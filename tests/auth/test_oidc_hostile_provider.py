@@ -114,11 +114,12 @@ async def _slow(request: httpx2.Request) -> httpx2.Response:
     ],
 )
 async def test_r7_7_provider_answering_garbage_is_refused_with_the_error_named(
-    tmp_path: Path, handler: Handler, expected: tuple[int, str, str]
+    tmp_path: Path, handler: Handler, expected: tuple[int, str, str], caplog: pytest.LogCaptureFixture
 ) -> None:
     async with signing_console(tmp_path, handler) as con:
         with anyio.fail_after(10):
             assert await refusal(con) == expected
+    assert f"OIDC sign-in refused: {expected[1]} ({expected[2]})" in caplog.text
 
 
 async def test_r7_7_unreachable_provider_is_temporarily_unavailable(tmp_path: Path) -> None:

@@ -32,7 +32,8 @@ from tests.conftest import free_port
 from tests.e2e.inprocess import open_gateway, owner_token, settings_for
 
 from toolcrib.auth.oidc import OIDCClient, OIDCConfig
-from toolcrib.gateway import members
+from toolcrib.errors import SignInRefused
+from toolcrib.gateway import idp, members
 from toolcrib.gateway.core import Gateway
 from toolcrib.store import identities
 from toolcrib.store import members as member_store
@@ -204,6 +205,9 @@ async def test_r7_8_signing_in_again_remaps_the_role_up_and_down_unless_pinned(
         page = await sign_in(world, lv, "bob@example.com")
         assert error_of(page) == ("access_denied", "no_role")
         assert await role() == "guest"  # re-mapped down: the grants it holds reach nothing
+        with pytest.raises(SignInRefused) as refused:  # and the authorization server's refresh stops
+            await idp.refresh_member(lv.gw, "bob@example.com")
+        assert refused.value.reason == "no_role"
         world.idp.set_groups("bob@example.com", ["staff"])
         await members.set_role(lv.gw, "bob@example.com", "auditor", owner)  # an admin pins it
         assert (await sign_in(world, lv, "bob@example.com")).status_code == 200
@@ -219,7 +223,11 @@ async def test_r7_8_suspended_or_removed_member_is_refused_and_gets_no_grant(
     async with live(world, tmp_path) as lv:
         owner = await members.operator_principal(lv.gw)
         await sign_in(world, lv, "bob@example.com")
+        assert (await idp.refresh_member(lv.gw, "bob@example.com")).role == "member"  # at a refresh
         await members.suspend_member(lv.gw, "bob@example.com", owner)
+        with pytest.raises(SignInRefused) as refused:
+            await idp.refresh_member(lv.gw, "bob@example.com")
+        assert (refused.value.error, refused.value.reason) == ("access_denied", "member_suspended")
         page = await sign_in(world, lv, "bob@example.com")
         assert page.status_code == 403
         assert error_of(page) == ("access_denied", "member_suspended")
