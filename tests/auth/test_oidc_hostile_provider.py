@@ -100,6 +100,10 @@ async def _slow(request: httpx2.Request) -> httpx2.Response:
             lambda r: httpx2.Response(200, json=discovery(token_endpoint="javascript:alert(1)")),
             (502, "server_error", "discovery_invalid"),
         ),
+        (
+            lambda r: httpx2.Response(200, json=discovery(token_endpoint="http://idp.example.test/token")),
+            (502, "server_error", "discovery_invalid"),
+        ),
     ],
     ids=[
         "not-json",
@@ -111,6 +115,7 @@ async def _slow(request: httpx2.Request) -> httpx2.Response:
         "other-issuer",
         "no-s256",
         "bad-url",
+        "plain-http",
     ],
 )
 async def test_r7_7_provider_answering_garbage_is_refused_with_the_error_named(

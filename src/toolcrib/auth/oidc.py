@@ -364,36 +364,31 @@ def _parse_discovery(doc: Mapping[str, Any], issuer: str) -> Discovery:
         raise _refused(
             "server_error", "discovery_issuer_mismatch", "The identity provider names another issuer."
         )
-    urls = {}
-    for name in ("authorization_endpoint", "token_endpoint", "jwks_uri"):
-        value = doc.get(name)
-        if not isinstance(value, str) or urlsplit(value).scheme not in ("https", "http") or len(value) > 2048:
-            raise _refused(
-                "server_error", "discovery_invalid", f"The identity provider's {name} is missing or invalid."
-            )
-        urls[name] = value
+    urls = [_endpoint(doc, name) for name in ("authorization_endpoint", "token_endpoint", "jwks_uri")]
     methods = doc.get("code_challenge_methods_supported")
     if isinstance(methods, list) and "S256" not in methods:
         raise _refused(
             "server_error", "pkce_unsupported", "The identity provider does not offer PKCE with S256."
         )
     auth = doc.get("token_endpoint_auth_methods_supported")
-    auth_methods = (
-        tuple(m for m in auth if isinstance(m, str)) if isinstance(auth, list) else ("client_secret_basic",)
-    )
+    auth_methods = tuple(m for m in auth if isinstance(m, str)) if isinstance(auth, list) else ()
     algs = doc.get("id_token_signing_alg_values_supported")
-    offered = [a for a in algs if a in _ALGORITHMS] if isinstance(algs, list) else ["RS256"]
+    offered = tuple(a for a in algs if a in _ALGORITHMS) if isinstance(algs, list) else ("RS256",)
     if not offered:
-        raise _refused(
-            "server_error",
-            "no_usable_algorithm",
-            "The identity provider signs ID tokens with no algorithm toolcrib accepts.",
-        )
-    return Discovery(
-        issuer,
-        urls["authorization_endpoint"],
-        urls["token_endpoint"],
-        urls["jwks_uri"],
-        auth_methods,
-        tuple(offered),
+        message = "The identity provider signs ID tokens with no algorithm toolcrib accepts."
+        raise _refused("server_error", "no_usable_algorithm", message)
+    return Discovery(issuer, urls[0], urls[1], urls[2], auth_methods or ("client_secret_basic",), offered)
+
+
+def _endpoint(doc: Mapping[str, Any], name: str) -> str:
+    """An https URL (plain http on loopback only: a test or a provider on this machine)."""
+    value = doc.get(name)
+    parts = urlsplit(value) if isinstance(value, str) and len(value) <= 2048 else None
+    local = (
+        parts is not None and parts.scheme == "http" and parts.hostname in ("localhost", "127.0.0.1", "::1")
     )
+    if parts is None or not (parts.scheme == "https" or local):
+        message = f"The identity provider's {name} is missing or invalid."
+        raise _refused("server_error", "discovery_invalid", message)
+    assert isinstance(value, str)
+    return value
