@@ -5,7 +5,9 @@ BIN    := $(VENV)/bin
 DB     ?= sqlite:///$(CURDIR)/.toolcrib/toolcrib.db
 PORT   ?= 8765
 
-.PHONY: run test check install bench clean
+OIDC_FIXTURE := tests/fixtures/oidc
+
+.PHONY: run test check install bench clean oidc-fixture
 
 $(BIN)/toolcrib: pyproject.toml Makefile
 	@echo "==> [1/3] creating the virtual environment in $(VENV)"
@@ -23,7 +25,16 @@ run: install ## set up a demo organization with real MCP servers and serve it
 	@echo "==> setting up the demo organization in $(DB) (connecting real MCP servers)"
 	$(BIN)/toolcrib quickstart --database $(DB) --port $(PORT)
 
-test: install ## the whole test suite (two worker processes, one test file each at a time)
+# The real OpenID Provider the sign-in tests start (#22): npm's oidc-provider on the machine's node,
+# installed from the committed package-lock.json; the marker keeps it from reinstalling every run.
+$(OIDC_FIXTURE)/node_modules/.installed: $(OIDC_FIXTURE)/package.json $(OIDC_FIXTURE)/package-lock.json
+	@echo "==> installing the test OpenID Provider (npm ci in $(OIDC_FIXTURE))"
+	cd $(OIDC_FIXTURE) && npm ci --no-audit --no-fund
+	@touch $@
+
+oidc-fixture: $(OIDC_FIXTURE)/node_modules/.installed ## the test OpenID Provider (node + npm)
+
+test: install oidc-fixture ## the whole test suite (two worker processes, one test file each at a time)
 	$(BIN)/pytest -q -n 2 --dist loadfile
 
 check: install ## formatting, lint and strict typing

@@ -29,6 +29,8 @@ ToolcribError                      (code: "internal")
 │   ├── CatalogRefused             the whole catalog (size, tool count)
 │   └── ToolRefused                one tool (schema size, depth, malformed)
 ├── Unauthenticated                no valid grant: HTTP 401 with WWW-Authenticate (R-2.4)
+├── SignInRefused                  a sign-in at the identity provider refused (R-7.7, R-7.8): its code
+│                                  is the OAuth/OIDC error name (RFC 6749 §4.1.2.1, §5.2), its reason why
 ├── ConfigError                    bad settings or bad command-line input
 └── StoreError                     the database failed (translated from SQLAlchemy)
     └── StoreBusy                  store_busy            (also in-band: the lock outlasted the retries)
@@ -65,6 +67,7 @@ __all__ = [
     "Restricted",
     "SchemaChanged",
     "ScopeRequired",
+    "SignInRefused",
     "StoreBusy",
     "StoreError",
     "TooLarge",
@@ -308,6 +311,23 @@ class Unauthenticated(ToolcribError):
     """The request carries no grant, or one that is unknown, expired, revoked or of an inactive member."""
 
     code: ClassVar[str] = "invalid_token"
+
+
+class SignInRefused(ToolcribError):
+    """A sign-in through the organization's OpenID Provider was refused (R-7.7, R-7.8).
+
+    ``error`` is the name the standards give it (``invalid_request``, ``access_denied``,
+    ``invalid_grant``, ``server_error``, ``temporarily_unavailable``, ``invalid_token``), and
+    ``reason`` the precise cause (``state_mismatch``, ``nonce_mismatch``, ``no_role``, ...), both
+    shown on the page a person lands on; the message never carries the provider's own text.
+    """
+
+    code: ClassVar[str] = "sign_in_refused"
+
+    def __init__(self, error: str, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.error = error
+        self.reason = reason
 
 
 class ConfigError(ToolcribError):

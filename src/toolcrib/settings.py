@@ -170,6 +170,10 @@ class Settings(BaseSettings):
     ``/.well-known/openid-configuration`` is read. Unset: people sign in with a personal access
     token instead."""
 
+    oidc_label: str | None = None
+    """The identity provider's name on the console's sign-in button ("Sign in with Okta");
+    defaults to the issuer's host name."""
+
     oidc_client_id: str | None = None
     """The client id toolcrib was registered with at the OpenID Provider."""
 

@@ -226,13 +226,20 @@ def members_list(database: str | None = DatabaseOption, as_json: bool = JsonOpti
 
 
 @members_app.command("set-role")
-def members_set_role(name: str, role: str, database: str | None = DatabaseOption) -> None:
-    """Change a member's role (takes effect within the policy cache time)."""
+def members_set_role(
+    name: str,
+    role: str,
+    unpin: bool = typer.Option(False, "--unpin", help="Let the identity provider's groups re-map it."),
+    database: str | None = DatabaseOption,
+) -> None:
+    """Change a member's role (takes effect within the policy cache time). The role is pinned
+    against the identity provider's groups unless --unpin."""
     from toolcrib.gateway import members
 
     _check("members", "update_role", name=name, role=role)
-    run_as_operator(database, lambda gw, op: members.set_role(gw, name, role, op))
-    console.print(f"{name} is now {role}")
+
+    run_as_operator(database, lambda gw, op: members.set_role(gw, name, role, op, pinned=not unpin))
+    console.print(f"{name} is now {role}" + ("" if unpin else " (pinned)"))
 
 
 @members_app.command("suspend")

@@ -145,10 +145,17 @@ async def _m_invite(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
     return members.member_view(await members.add_member(gw, a["name"], a["role"], p))
 
 
-@_op("members", "update_role", "Change role.", "name role", "name role")
+@_op(
+    "members",
+    "update_role",
+    "Change role (pinned unless pinned=false).",
+    "name role pinned:boolean",
+    "name role",
+)
 async def _m_role(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
-    await members.set_role(gw, a["name"], a["role"], p)
-    return {"name": a["name"], "role": a["role"]}
+    pinned = a.get("pinned", True) is not False
+    await members.set_role(gw, a["name"], a["role"], p, pinned=pinned)
+    return {"name": a["name"], "role": a["role"], "pinned": pinned}
 
 
 @_op("members", "suspend", "Suspend a member.", "name", "name")

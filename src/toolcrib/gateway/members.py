@@ -97,10 +97,14 @@ async def _change(
     return target
 
 
-async def set_role(gw: Gateway, name: str, role: str, actor: Principal) -> None:
+async def set_role(gw: Gateway, name: str, role: str, principal: Principal, *, pinned: bool = True) -> None:
+    """Change a member's role. It is pinned (R-7.8): the identity provider's groups no longer
+    re-map it at sign-in, until an admin sets a role with ``pinned=False``, which hands the role
+    back to the groups at the member's next sign-in."""
+    require_operation(principal, "members:write", "update_role")
     require_role(role)
-    await _change(gw, name, role, "update_role", actor)
-    await store.update_member(gw.db, name, role=role)
+    await _change(gw, name, role, "update_role", principal)
+    await store.update_member(gw.db, name, role=role, role_pinned=pinned)
 
 
 async def suspend_member(gw: Gateway, name: str, actor: Principal) -> None:

@@ -121,8 +121,13 @@ def create_app(settings: Settings, *, gateway: Gateway | None = None) -> Starlet
             app.state.telemetry = telemetry
             surface = SURFACES[settings.surface]
             telemetry.name_tools([surface.search, surface.execute, *(n for n, _ in control.all_operations())])
-            async with manager.run():
-                yield
+            try:
+                async with manager.run():
+                    yield
+            finally:
+                oidc = getattr(app.state, "oidc", None)  # the identity provider's client, once used
+                if oidc is not None:
+                    await oidc.aclose()
 
     async def healthz(request: Request) -> Response:
         gw: Gateway = request.app.state.gateway
@@ -154,6 +159,7 @@ def create_app(settings: Settings, *, gateway: Gateway | None = None) -> Starlet
             Route(METADATA_PATH + "/mcp", resource_metadata),
             Route("/api/openapi.json", openapi),
             Route("/oauth/callback", oauth_callback, methods=["GET"]),
+            *_oidc_routes(settings),
             Route(
                 "/mcp",
                 Authenticated(_SessionManagerApp(settings.stateless), settings),
@@ -170,6 +176,16 @@ def create_app(settings: Settings, *, gateway: Gateway | None = None) -> Starlet
         ],
         lifespan=lifespan,
     )
+
+
+def _oidc_routes(settings: Settings) -> list[Route]:
+    """``/auth/oidc/start`` and ``/auth/oidc/callback`` when an identity provider is configured; its
+    module (and Authlib) is imported only then, so start-up without one stays fast."""
+    if not settings.oidc_issuer:
+        return []
+    from toolcrib.web import oidc
+
+    return oidc.routes(settings)
 
 
 async def _to_console(request: Request) -> Response:
