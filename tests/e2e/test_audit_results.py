@@ -467,7 +467,7 @@ async def test_r11_2_entry_holds_account_reached_target_id_classification_and_no
     expected = {
         "member": "owner", "grant_id": found_grant[0].id, "account": "desk-b", "connector": "Desk HTTP",
         "operation": "desk-b__delete_ticket", "classification": "destructive", "approved": 1,
-        "outcome": "ok", "error_code": None, "target_id": "T-4242", "approved_by": None,
+        "outcome": "ok", "error_code": None, "target_id": "T-4242", "approved_by": None, "kind": "call",
     }  # fmt: skip
     assert {k: delete[k] for k in expected} == expected
     # nothing else; `instance` names the gateway process that made the call, not the caller's input

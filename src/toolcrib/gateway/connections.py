@@ -162,11 +162,11 @@ async def update_connection(
 async def _synced_by(gw: Gateway, name: str, actor: Principal | None) -> ConnectionRow:
     """Sync ``name`` for ``actor`` (None: the command line, the owner): an OAuth connection left
     without a working grant is then authorized by ``actor``, who alone is shown its link (R-13.6)."""
-    who = actor or await operator_principal(gw)
     row = await sync_connection(gw, name)
     if await oauth.waits_for_a_person(gw, row):
-        row = await oauth.authorize(gw, row, who)
-    return _shown(gw, row, who)
+        actor = actor or await operator_principal(gw)
+        row = await oauth.authorize(gw, row, actor)
+    return _shown(gw, row, actor)
 
 
 def _sealed(d: Definition) -> dict[str, Any]:

@@ -291,8 +291,10 @@ class Authorizer:
             old, flow = flow, _Flow(binding, starter)
             self._flows[key] = flow
             self._tg.start_soon(self._run, flow, server_url)
-            if old is not None:
+            if old is not None:  # its link dies with it: wait until its pending row is gone
                 old.scope.cancel()
+                with anyio.move_on_after(self._connect_timeout):
+                    await old.done.wait()
         with anyio.move_on_after(self._connect_timeout):
             await flow.started.wait()
         return flow.link
