@@ -160,8 +160,8 @@ _DEAD = (
     "its grant at the provider stopped working: an admin must refresh the connection to authorize it again"
 )
 _WAITING = (
-    "waiting for whoever refreshed it last to authorize it at its provider with the link they were "
-    "given; refresh the connection for a link of your own"
+    "waiting for who started its authorization to complete it at its provider (the link was given "
+    "to them alone); an admin may refresh the connection for a link of their own"
 )
 
 
