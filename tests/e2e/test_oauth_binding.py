@@ -5,7 +5,8 @@ connection, with its live ``state``, sat in the connection's status reason, whic
 reads; following it in any browser bound the organization's connection to that person's account
 at the provider. Here the gateway is real (served over HTTP), the provider is a real OAuth 2.1
 authorization server (``tests/fixtures/oauth_upstream.py``, which approves at once), and every
-person is an HTTP client with their own cookie jar; one test drives a real Chromium.
+person is an HTTP client with their own cookie jar; one test drives a real Chromium. The attack and
+the single-use link run on SQLite and on PostgreSQL.
 """
 
 from __future__ import annotations
@@ -101,6 +102,7 @@ async def _everything_read_by(w: World, token: str) -> str:
     return "\n".join(seen)
 
 
+@pytest.mark.usefixtures("on_each_store")  # the binding is held in the store: SQLite and PostgreSQL
 async def test_r13_6_a_member_cannot_bind_the_organizations_connection_to_their_own_account(
     tmp_path: Path,
 ) -> None:
@@ -145,6 +147,7 @@ async def test_r13_6_a_member_cannot_bind_the_organizations_connection_to_their_
         assert done.tool_count > 0
 
 
+@pytest.mark.usefixtures("on_each_store")  # the binding is held in the store: SQLite and PostgreSQL
 async def test_r13_6_the_start_link_works_once_and_never_for_another_signed_in_member(
     tmp_path: Path,
 ) -> None:
