@@ -206,28 +206,40 @@ async def test_13_hostile_names_are_escaped_on_every_page(org: Org) -> None:
     assert "&lt;script&gt;" in played.text
 
 
-async def _mark(org: Org, status: str, authorize_url: str | None) -> None:
-    """Set desk's status as a sync would (store, then the live catalog)."""
+async def test_r13_6_the_connections_page_shows_an_authorize_link_to_who_started_it_alone(
+    org: Org, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``desk`` reads as an OAuth connection whose authorization the owner started (the flows
+    themselves are ``tests/e2e/test_oauth_binding.py``'s): the owner's page has the link (the
+    gateway's own start page); another admin's has none."""
     gw = org.c.gw
-    await connection_store.set_status(gw.db, "desk", status, "test", authorize_url=authorize_url)
+    token = "t" * 43
+
+    def pending_link(account: str, member: str, starter: str) -> str | None:
+        return token if (account, starter) == ("desk", "owner") else None
+
+    monkeypatch.setattr(gw.upstreams.authorizer, "pending_link", pending_link)
+    owner, _ = await org.c.signed_in(org.owner)
+    other, _ = await org.c.signed_in(await org.token("otto", "admin"))
+    await _set_auth(org, "oauth")
+    try:
+        shown = (await owner.get("/admin/connections")).text
+        hidden_from = (await other.get("/admin/connections")).text
+    finally:
+        await _set_auth(org, None)
+    assert f'href="{gw.settings.resource_url}/admin/oauth/start/{token}"' in shown
+    assert "Authorize at the provider" in shown
+    assert token not in hidden_from
+    assert "Authorize at the provider" not in hidden_from
+
+
+async def _set_auth(org: Org, auth: str | None) -> None:
+    """Mark desk as an OAuth connection (or not) in the store and the live catalog."""
+    gw = org.c.gw
+    await connection_store.update_connection(gw.db, "desk", auth=auth)
     row = await connection_store.get_connection(gw.db, "desk")
     assert row is not None
     await gw.install_catalog(row, await connection_store.load_catalog(gw.db, "desk"))
-
-
-async def test_14_a_connection_needing_reauth_shows_its_authorize_link_and_only_an_http_one(org: Org) -> None:
-    http, _ = await org.c.signed_in(org.owner)
-    link = "https://auth.example.test/authorize?client_id=tc&state=abc"
-    try:
-        await _mark(org, "needs_reauth", link)
-        shown = (await http.get("/admin/connections")).text
-        await _mark(org, "needs_reauth", "javascript:alert(1)")
-        hostile = (await http.get("/admin/connections")).text
-    finally:
-        await _mark(org, "active", None)
-    assert 'href="https://auth.example.test/authorize?client_id=tc&amp;state=abc"' in shown
-    assert "javascript:" not in hostile
-    assert "Authorize at the provider" not in hostile
 
 
 async def test_13_a_new_token_is_shown_once_and_works(org: Org) -> None:

@@ -2,9 +2,10 @@
 
 The authorization server and the MCP server it protects are the SDK's own server-side auth
 (``tests/fixtures/oauth_upstream.py``); the gateway is real, served over HTTP, and the person is an
-HTTP client that follows the authorize redirect (the fixture approves at once) to the gateway's
-``/oauth/callback``. In the tests about expiry, access tokens live two seconds, so a session
-outlives one; elsewhere they live an hour, so no renewal happens by chance on a slow machine.
+HTTP client with a cookie jar that opens the gateway's start link, confirms it, and follows the
+authorize redirect (the fixture approves at once) to the gateway's ``/oauth/callback`` (R-13.6).
+In the tests about expiry, access tokens live two seconds, so a session outlives one; elsewhere
+they live an hour, so no renewal happens by chance on a slow machine.
 """
 
 from __future__ import annotations
@@ -22,9 +23,10 @@ import httpx2
 import pytest
 from sqlalchemy import select
 
-from tests.conftest import ROOT, TOOLCRIB, env_for, free_port, start_gateway
+from tests.conftest import ROOT, TOOLCRIB, cli, env_for, free_port, start_gateway
 from tests.e2e.inprocess import open_gateway, owner_token, serve, settings_for
 from tests.e2e.mcpclient import connect, error_code, gateway_payload
+from tests.e2e.oauth_browser import follow, to_callback
 from tests.e2e.org import ALL_SCOPES
 from tests.fixtures.oauth_upstream import OAuthUpstream, serve_oauth_upstream
 from tests.principals import OPERATOR
@@ -57,14 +59,6 @@ async def world(tmp_path: Path, access_seconds: int = 3600, **values: Any) -> As
         serve(gw, port) as base,
     ):
         yield World(gw, base, await owner_token(gw), upstream)
-
-
-async def follow(url: str) -> httpx2.Response:
-    """The person: open the authorize URL, be sent back to the gateway's callback."""
-    async with httpx2.AsyncClient(timeout=30) as http:
-        at_provider = await http.get(url)
-        assert at_provider.status_code == 302, at_provider.text
-        return await http.get(at_provider.headers["location"])
 
 
 async def authorized(w: World, name: str) -> dict[str, Any]:
@@ -120,7 +114,7 @@ async def test_r13_1_callback_state_is_single_use(tmp_path: Path) -> None:
         )
         assert row.authorize_url is not None
         async with httpx2.AsyncClient(timeout=30) as http:
-            back = (await http.get(row.authorize_url)).headers["location"]
+            back = await to_callback(http, row.authorize_url)
             assert (await http.get(back)).status_code == 200
             assert (await http.get(back)).status_code == 404  # the same state again: refused
             forged = back.split("state=")[0] + "state=not-a-pending-state"
@@ -156,12 +150,12 @@ async def test_r13_1_revoked_refresh_token_turns_connection_to_needs_reauth_and_
                 "execute_tool", {"tool": "helpdesk__add_numbers", "arguments": {"a": 1, "b": 2}}
             )
             assert error_code(result) == "needs_reauth"
-            url = gateway_payload(result)["error"]["authorize_url"]
-            assert url
-            assert url.startswith(w.upstream.base + "/authorize?")
-            row = await connections.get_connection(w.gw, "helpdesk", principal=OPERATOR)
+            assert gateway_payload(result)["error"]["authorize_url"] is None  # nobody started a flow (R-13.6)
+            owner = await operator_principal(w.gw)
+            row = await connections.get_connection(w.gw, "helpdesk", owner)
             assert row.status == "needs_reauth"
-            assert row.authorize_url == url
+            assert row.authorize_url is None
+            assert "refresh" in (row.reason or "")
             found = gateway_payload(await client.call_tool("search_tools", {"query": "add two numbers"}))
             assert found["results"] == []
             assert found["needs_reauth"] == [
@@ -169,10 +163,13 @@ async def test_r13_1_revoked_refresh_token_turns_connection_to_needs_reauth_and_
                     "account": "helpdesk",
                     "connector": "Helpdesk",
                     "status": "needs_reauth",
-                    "authorize_url": url,
+                    "authorize_url": None,
                 }
             ]
-            # the link fixes it: authorized again, the tools are back
+            # an admin refreshes it and is given a link of their own: authorized again, tools back
+            url = (await connections.refresh_connection(w.gw, "helpdesk", owner)).authorize_url
+            assert url is not None
+            assert url.startswith(w.base + "/admin/oauth/start/")
             assert (await follow(url)).status_code == 200
             assert (await connections.get_connection(w.gw, "helpdesk", principal=OPERATOR)).status == "active"
             again = await client.call_tool(
@@ -200,6 +197,7 @@ async def test_r13_1_cli_add_oauth_prints_the_url_and_finishes_through_the_servi
     tmp_path: Path,
 ) -> None:
     db_url = f"sqlite:///{tmp_path / 'cli.db'}"
+    cli(db_url, "init")  # the command line acts as the owner: its start link is the owner's (R-13.6)
     gateway = start_gateway(db_url, {"TOOLCRIB_SEMANTIC": "false"})
     try:
         async with serve_oauth_upstream() as upstream:
@@ -299,14 +297,14 @@ async def test_r13_1_an_unused_authorize_link_expires_and_the_connection_says_so
             w.gw, "helpdesk", connector="Helpdesk", url=w.upstream.mcp_url, oauth=True, actor=OPERATOR
         )
         assert row.authorize_url is not None
+        owner = await operator_principal(w.gw)
         with anyio.fail_after(15):
-            while (  # noqa: ASYNC110
-                await connections.get_connection(w.gw, "helpdesk", principal=OPERATOR)
-            ).authorize_url is not None:
+            while (await connections.get_connection(w.gw, "helpdesk", owner)).authorize_url is not None:  # noqa: ASYNC110
                 await anyio.sleep(0.05)
-        late = await follow(row.authorize_url)
-        assert late.status_code == 404  # the state is gone: the link cannot be used any more
-        stale = await connections.get_connection(w.gw, "helpdesk", principal=OPERATOR)
+        async with httpx2.AsyncClient(timeout=30) as http:
+            late = await http.get(row.authorize_url)
+        assert late.status_code == 404  # the flow is gone: the link cannot be used any more
+        stale = await connections.get_connection(w.gw, "helpdesk", owner)
         assert stale.status == "pending"
         assert stale.tool_count == 0
         fresh = await connections.refresh_connection(w.gw, "helpdesk", principal=OPERATOR)  # a new link
@@ -323,11 +321,11 @@ async def test_r13_1_authorization_refused_at_the_provider_leaves_the_connection
             w.gw, "helpdesk", connector="Helpdesk", url=w.upstream.mcp_url, oauth=True, actor=OPERATOR
         )
         assert row.authorize_url is not None
-        back = (await http.get(row.authorize_url)).headers["location"]
+        back = await to_callback(http, row.authorize_url)
         state = back.split("state=")[1].split("&")[0]
         refused = await http.get(f"{w.base}/oauth/callback?error=access_denied&state={state}")
         assert refused.status_code == 400
-        after = await connections.get_connection(w.gw, "helpdesk", principal=OPERATOR)
+        after = await connections.get_connection(w.gw, "helpdesk", await operator_principal(w.gw))
         assert after.status == "pending"
         assert after.authorize_url is None
         assert (await http.get(back)).status_code == 404  # the state was used by the refusal

@@ -1,4 +1,9 @@
-"""Search names the OAuth connections waiting for an authorization, within its budget (#14, R-5.9)."""
+"""Search names the OAuth connections waiting for an authorization, within its budget (#14, R-5.9),
+with a link for who started that authorization alone (R-13.6).
+
+The flows themselves are the end-to-end tests' (``tests/e2e/test_oauth_binding.py``); here the
+authorizer is asked for a start link token that the test chooses, to reach the budget's edges.
+"""
 
 from __future__ import annotations
 
@@ -9,14 +14,16 @@ from pathlib import Path
 import pytest
 from tests.e2e.inprocess import open_gateway, settings_for
 
+from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.members import init_owner, operator_principal
-from toolcrib.gateway.oauth import may_authorize, reauth_notices
+from toolcrib.gateway.oauth import reauth_notices
+from toolcrib.gateway.oauth_binding import START_PATH
 from toolcrib.store.connections import ConnectionRow
 
 pytestmark = pytest.mark.anyio
 
 
-def _waiting(name: str, url: str) -> ConnectionRow:
+def _waiting(name: str) -> ConnectionRow:
     return ConnectionRow(
         name=name,
         connector="Tracker",
@@ -29,18 +36,29 @@ def _waiting(name: str, url: str) -> ConnectionRow:
         tool_count=0,
         catalog_version=1,
         auth="oauth",
-        authorize_url=url,
     )
 
 
-async def test_r5_9_reauth_notices_keep_to_their_share_of_the_search_budget(tmp_path: Path) -> None:
+def _links_for(monkeypatch: pytest.MonkeyPatch, gw: Gateway, starter: str, token: str) -> None:
+    """The authorizer holds a live flow started by ``starter`` on every connection."""
+
+    def pending_link(account: str, member: str, who: str) -> str | None:
+        return token if who == starter and member == "" else None
+
+    monkeypatch.setattr(gw.upstreams.authorizer, "pending_link", pending_link)
+
+
+async def test_r5_9_reauth_notices_keep_to_their_share_of_the_search_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     async with open_gateway(settings_for(tmp_path, semantic=False)) as gw:
         await init_owner(gw, "owner")
         principal = await operator_principal(gw)
-        long_link = "https://auth.example/authorize?state=" + "s" * 1000
+        _links_for(monkeypatch, gw, principal.member, "s" * 1000)
+        long_link = gw.settings.resource_url + START_PATH + "s" * 1000
         for name in ("alpha", "beta", "gamma", "delta"):
-            gw.connections[name] = _waiting(name, long_link)
-        gw.connections["ok"] = replace(_waiting("ok", long_link), status="active")
+            gw.connections[name] = _waiting(name)
+        gw.connections["ok"] = replace(_waiting("ok"), status="active")
         policy = await gw.policy()
         notices = reauth_notices(gw, principal, policy)
         names = [n["account"] for n in notices]
@@ -50,9 +68,12 @@ async def test_r5_9_reauth_notices_keep_to_their_share_of_the_search_budget(tmp_
         assert len(json.dumps(notices).encode()) <= 1500
 
 
-async def test_r13_3_only_who_may_change_connections_gets_the_shared_grants_link(tmp_path: Path) -> None:
+async def test_r13_6_only_who_started_the_authorization_is_given_its_link(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Following the link binds the organization's connection to the follower's upstream account:
-    a member is told the account waits, an admin gets the link (search and connection views)."""
+    everyone is told the account waits; only the admin who started its authorization gets the
+    link, another admin and the owner included get none."""
     async with open_gateway(settings_for(tmp_path, semantic=False)) as gw:
         await init_owner(gw, "owner")
         owner = await operator_principal(gw)
@@ -60,12 +81,15 @@ async def test_r13_3_only_who_may_change_connections_gets_the_shared_grants_link
             replace(owner, member="mia", role="member"),
             replace(owner, member="ada", role="admin"),
         )
-        link = "https://auth.example/authorize?state=abc"
-        gw.connections["tracker"] = _waiting("tracker", link)
+        _links_for(monkeypatch, gw, "ada", "t" * 43)
+        gw.connections["tracker"] = _waiting("tracker")
         policy = await gw.policy()
-        seen = {p.role: reauth_notices(gw, p, policy) for p in (member, admin)}
-        assert [n["account"] for n in seen["member"]] == ["tracker"]
-        assert seen["member"][0]["authorize_url"] is None
-        assert seen["admin"][0]["authorize_url"] == link
-        assert may_authorize(admin)
-        assert not may_authorize(member)
+        seen = {p.member: reauth_notices(gw, p, policy) for p in (member, admin, owner)}
+        assert {name: [n["account"] for n in notices] for name, notices in seen.items()} == {
+            "mia": ["tracker"],
+            "ada": ["tracker"],
+            "owner": ["tracker"],
+        }
+        assert seen["ada"][0]["authorize_url"] == gw.settings.resource_url + START_PATH + "t" * 43
+        assert seen["mia"][0]["authorize_url"] is None
+        assert seen["owner"][0]["authorize_url"] is None

@@ -123,9 +123,10 @@ def connections_add(
 
 
 async def _authorized(gw: Gateway, row: Any) -> dict[str, Any]:
-    """The connection's view; for one waiting at an authorize URL, the URL printed first and the
-    view once the authorization ended (#14). The flow lives in this process (it holds the PKCE
-    verifier), so the command stays until it ends: a link it left behind could not be used."""
+    """The connection's view; for one waiting for its authorization, the operator's own start link
+    printed first (R-13.6: it is the gateway's page, never the provider's URL) and the view once
+    the authorization ended (#14). The flow lives in this process (it holds the PKCE verifier), so
+    the command stays until it ends: a link it left behind could not be used."""
     from toolcrib.gateway import connections, oauth
 
     view = connections.connection_view(row)

@@ -11,7 +11,7 @@ from toolcrib.policy.gates import Principal, require_operation
 from toolcrib.store import audit as store
 from toolcrib.store.audit import AuditEntry, AuditFilter
 
-__all__ = ["export_audit", "search_audit", "target_id"]
+__all__ = ["export_audit", "record_admin_act", "search_audit", "target_id"]
 
 _TARGET_MAX = 200
 
@@ -59,6 +59,41 @@ async def open_entry(
     )
     await store.open_entry(gw.db, entry)
     gw.audit_rows_written += 1
+    return entry
+
+
+async def record_admin_act(
+    gw: Gateway,
+    *,
+    member: str,
+    account: str,
+    operation: str,
+    outcome: str,
+    error_code: str | None,
+    target: str | None = None,
+) -> AuditEntry:
+    """An administrative act, or a refused one, as one closed row of ``kind='admin'``: nothing runs
+    upstream after it, so there is no pending row to close."""
+    now = gw.clock()
+    row = gw.connections.get(account)
+    entry = AuditEntry(
+        member=member,
+        grant_id="",
+        account=account,
+        connector=row.connector if row is not None else "",
+        operation=operation,
+        classification="admin",
+        approved=False,
+        target_id=target,
+        started_at=now,
+        finished_at=now,
+        duration_ms=0.0,
+        outcome=outcome,
+        error_code=error_code,
+        instance=gw.instance.id,
+        kind="admin",
+    )
+    await store.open_entry(gw.db, entry)
     return entry
 
 

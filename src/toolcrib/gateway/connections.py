@@ -25,6 +25,7 @@ from toolcrib.errors import (
 from toolcrib.gateway import oauth, reach
 from toolcrib.gateway.connection_definition import Definition, check_definition, malformed
 from toolcrib.gateway.core import Gateway
+from toolcrib.gateway.oauth_binding import link_for
 from toolcrib.gateway.shaping import redact_text
 from toolcrib.policy.gates import Operator, Principal, require_operation
 from toolcrib.store import connections as store
@@ -78,8 +79,9 @@ async def add_connection(
     """Create a connection (status ``pending``) and sync its catalog at once.
 
     With ``oauth`` (true, or a hand-registered ``client_id``/``client_secret`` and a ``scope``) a
-    remote connection authorizes at its upstream with OAuth 2.1 (#14): it stays ``pending`` with
-    the authorize URL (``authorize_url``) until someone authorizes it there.
+    remote connection authorizes at its upstream with OAuth 2.1 (#14): it stays ``pending`` until
+    who added it authorizes it, with the start link answered to them alone (``authorize_url``,
+    R-13.6; the command line's is the owner's).
 
     The whole definition is checked before anything is saved (``invalid_arguments``). The ``actor``
     needs ``connections:write``, may only connect what the resolver lets them reach, and a stdio
@@ -106,7 +108,7 @@ async def add_connection(
     )
     await store.insert_connection(gw.db, row)
     gw.connections[d.name] = row
-    return _shown(gw, await sync_connection(gw, d.name), actor)
+    return await _synced_by(gw, d.name, actor)
 
 
 async def update_connection(
@@ -155,7 +157,16 @@ async def update_connection(
         secrets=gw.box.seal(_sealed(d)),
     )
     await gw.upstreams.discard(name)
-    return _shown(gw, await sync_connection(gw, name), actor)
+    return await _synced_by(gw, name, actor)
+
+
+async def _synced_by(gw: Gateway, name: str, actor: Principal) -> ConnectionRow:
+    """Sync ``name`` for ``actor``: an OAuth connection left without a working grant is then
+    authorized by ``actor``, who alone is shown its link (R-13.6)."""
+    row = await sync_connection(gw, name)
+    if await oauth.waits_for_a_person(gw, row):
+        row = await oauth.authorize(gw, row, actor)
+    return _shown(gw, row, actor)
 
 
 def _sealed(d: Definition) -> dict[str, Any]:
@@ -247,8 +258,9 @@ async def _sync(gw: Gateway, name: str) -> ConnectionRow:
     broken = _broken(row)
     if broken is not None:  # nothing is started from a definition that cannot be sound
         return await _failed(gw, name, "error", broken)
-    if row.auth in oauth.MODES and not await oauth.has_grant(gw, name):  # never authorized: ask for it
-        return await oauth.authorize(gw, row, status="pending" if row.status == "pending" else "needs_reauth")
+    if row.auth in oauth.MODES and not await oauth.has_grant(gw, name):  # a person must authorize it
+        status = "pending" if row.status == "pending" else "needs_reauth"
+        return await _failed(gw, name, status, oauth.UNAUTHORIZED)
     spec = spec_of(gw, row)
     try:
         raw = await gw.upstreams.session(spec).list_tools()
@@ -256,8 +268,7 @@ async def _sync(gw: Gateway, name: str) -> ConnectionRow:
         records = await anyio.to_thread.run_sync(normalize_catalog, row.name, row.connector, raw)
     except (InBandError, CatalogRefused) as exc:
         status = "needs_reauth" if isinstance(exc, UpstreamAuthFailed | NeedsReauth) else "error"  # R-13.1
-        url = exc.url if isinstance(exc, NeedsReauth) else None
-        return await _failed(gw, name, status, spec.redact(exc.message), url)  # redacted before stored
+        return await _failed(gw, name, status, spec.redact(exc.message))  # redacted before stored
     policy = await gw.policy()
 
     def carded() -> list[StoredTool]:
@@ -285,11 +296,9 @@ async def _sync(gw: Gateway, name: str) -> ConnectionRow:
     return fresh
 
 
-async def _failed(
-    gw: Gateway, name: str, status: str, reason: str, authorize_url: str | None = None
-) -> ConnectionRow:
+async def _failed(gw: Gateway, name: str, status: str, reason: str) -> ConnectionRow:
     """Record a failed sync (R-13.1); the previous catalog stays stored but is not live."""
-    await store.set_status(gw.db, name, status, reason, authorize_url=authorize_url)
+    await store.set_status(gw.db, name, status, reason)
     fresh = await store.get_connection(gw.db, name)
     assert fresh is not None
     await gw.install_catalog(fresh, await store.load_catalog(gw.db, name))
@@ -314,14 +323,15 @@ def _shown(gw: Gateway, row: ConnectionRow, viewer: Principal) -> ConnectionRow:
 
     A stdio command line is shown to owners only. The reason is redacted again on the way out, so
     a row stored before reasons were redacted shows no secret either. A malformed row (R-13.1)
-    reads as ``error`` with a reason instead of breaking the listing.
+    reads as ``error`` with a reason instead of breaking the listing. ``authorize_url`` is the
+    start link of an authorization ``viewer`` started, and nobody else's (R-13.6).
     """
     broken = _broken(row)
     if broken is not None:
         connector = row.connector if isinstance(row.connector, str) else "?"
         return replace(row, connector=connector, command=None, url=None, status="error", reason=broken)
     owner = viewer.role == "owner"
-    link = row.authorize_url if oauth.may_authorize(viewer) else None
+    link = link_for(gw, row, viewer)
     return replace(
         row, reason=shown_reason(gw, row), command=row.command if owner else None, authorize_url=link
     )
@@ -358,10 +368,12 @@ async def get_connection(gw: Gateway, name: str, principal: Principal) -> Connec
 
 
 async def refresh_connection(gw: Gateway, name: str, principal: Principal) -> ConnectionRow:
+    """Sync again; an OAuth connection without a working grant hands ``principal`` a start link of
+    their own to authorize it (R-13.6)."""
     require_operation(principal, "connections:write", "refresh")
     row = await get_connection(gw, name, principal)
     await gw.upstreams.discard(row.name)
-    return _shown(gw, await sync_connection(gw, row.name), principal)
+    return await _synced_by(gw, row.name, principal)
 
 
 async def remove_connection(gw: Gateway, name: str, principal: Principal) -> None:
@@ -395,7 +407,7 @@ def connection_view(row: ConnectionRow) -> dict[str, Any]:
         "reason": broken or row.reason,
         "tools": row.tool_count,
         "auth": row.auth if broken is None else None,
-        "authorize_url": row.authorize_url if broken is None and row.status != "active" else None,
+        "authorize_url": row.authorize_url if broken is None else None,  # the viewer's own link only
     }
 
 

@@ -146,10 +146,8 @@ class Gateway:
             async def on_auth_needed(spec: UpstreamSpec) -> str | None:
                 return await oauth.on_auth_needed(gateway, spec)
 
-            async def on_authorized(
-                binding: OAuthBinding, ok: bool, why: str | None, url: str | None
-            ) -> None:
-                await oauth.on_authorized(gateway, binding, ok, why, url)
+            async def on_authorized(binding: OAuthBinding, ok: bool, why: str | None) -> None:
+                await oauth.on_authorized(gateway, binding, ok, why)
 
             async with Upstreams.running(
                 call_timeout=settings.upstream_timeout_seconds,

@@ -1,6 +1,12 @@
-"""Upstream OAuth use cases (#14): authorize a connection, complete it at the callback, and say
-which connections need authorizing again (R-13.1: ``pending`` until first authorized,
-``needs_reauth`` once its grant failed, each naming the link that fixes it).
+"""Upstream OAuth use cases (#14): authorize a connection, and say which connections need
+authorizing again (R-13.1: ``pending`` until first authorized, ``needs_reauth`` once its grant
+failed).
+
+An authorization is started by one person and completed by that person alone (R-13.6): the link
+that fixes a connection is given to who started its flow, never written in a status reason nor
+shown to anyone else (``oauth_binding`` holds the start page and the callback's checks). When a
+session finds the organization's grant dead, nobody has started anything: the connection reads
+``needs_reauth`` and an admin refreshes it to get a link of their own.
 
 The protocol itself runs in ``toolcrib.upstream.oauth`` on the MCP SDK's client auth; here the
 gateway decides what a connection's status reads and keeps the search index in step.
@@ -9,15 +15,16 @@ gateway decides what a connection's status reads and keeps the search index in s
 from __future__ import annotations
 
 import json
+import secrets
 import time
 import weakref
 from typing import Any
 
-from toolcrib.errors import InvalidArguments, NotFound
+from toolcrib.errors import NotFound
 from toolcrib.gateway import reach
 from toolcrib.gateway.core import Gateway, PolicySnapshot
+from toolcrib.gateway.oauth_binding import digest, link_for, start_link
 from toolcrib.policy.gates import Principal
-from toolcrib.policy.roles import has_permission
 from toolcrib.store import connections as conn_store
 from toolcrib.store import oauth as grant_store
 from toolcrib.store.connections import ConnectionRow
@@ -28,9 +35,7 @@ __all__ = [
     "MODES",
     "authorize",
     "binding_of",
-    "complete_callback",
     "has_grant",
-    "may_authorize",
     "on_auth_needed",
     "on_authorized",
     "reauth_notices",
@@ -119,10 +124,22 @@ class _Vault:
         sealed = self._gw.box.seal(client)
         await grant_store.put_grant(self._gw.db, self._account, self._member, client=sealed)
 
-    async def open_pending(self, state: str, ttl: float) -> None:
+    async def open_pending(self, state: str, ttl: float, *, url: str, starter: str) -> str:
+        """The provider's URL sealed, the start link kept as its hash (R-13.6): the token itself
+        is given to ``starter`` alone, at least 128 random bits (256 here)."""
+        token = secrets.token_urlsafe(32)
         await grant_store.open_pending(
-            self._gw.db, state, self._account, self._member, now=time.time(), ttl=ttl
+            self._gw.db,
+            state,
+            self._account,
+            self._member,
+            starter=starter,
+            link_sha256=digest(token),
+            authorize_url=self._gw.box.seal(url),
+            now=time.time(),
+            ttl=ttl,
         )
+        return token
 
     async def take_answer(self, state: str) -> dict[str, Any] | None:
         sealed = await grant_store.take(self._gw.db, state)
@@ -132,24 +149,26 @@ class _Vault:
         await grant_store.drop_pending(self._gw.db, state)
 
 
-def _sealed_answer(gw: Gateway, query: dict[str, str]) -> str:
-    """What ``/oauth/callback`` delivers to a flow: the code, state and issuer, or the error."""
-    if query.get("error"):
-        return gw.box.seal({"error": query["error"]})
-    return gw.box.seal({k: query[k] for k in ("code", "state", "iss") if query.get(k)})
-
-
 async def has_grant(gw: Gateway, name: str, member: str = "") -> bool:
     grant = await grant_store.get_grant(gw.db, name, member)
     return grant is not None and grant.tokens is not None
 
 
-def _reason(url: str) -> str:
-    return f"authorize it at its provider: {url}"
+UNAUTHORIZED = "not authorized at its provider: an admin must refresh the connection to authorize it"
+"""The reason of an OAuth connection without a grant that nobody is authorizing (no link in it)."""
+_DEAD = (
+    "its grant at the provider stopped working: an admin must refresh the connection to authorize it again"
+)
+_WAITING = (
+    "waiting for who started its authorization to complete it at its provider (the link was given "
+    "to them alone); an admin may refresh the connection for a link of their own"
+)
 
 
-async def authorize(gw: Gateway, row: ConnectionRow, *, status: str) -> ConnectionRow:
-    """Start (or reuse) an authorization of ``row``: it reads ``status`` with the authorize URL.
+async def authorize(gw: Gateway, row: ConnectionRow, starter: Principal) -> ConnectionRow:
+    """Start (or reuse) ``starter``'s authorization of the organization's grant of ``row``: the
+    connection waits (``pending`` until first authorized, else ``needs_reauth``) with a reason
+    that carries no link; the link is ``starter``'s alone (``link_for``).
 
     When no person is needed after all (the stored grant works), the flow has synced the
     connection already; when it could not start, the row says why.
@@ -157,10 +176,18 @@ async def authorize(gw: Gateway, row: ConnectionRow, *, status: str) -> Connecti
     binding = binding_of(gw, row)
     assert binding is not None
     assert row.url is not None
-    url = await gw.upstreams.authorizer.begin(binding, row.url)
-    if url is not None:
-        await conn_store.set_status(gw.db, row.name, status, _reason(url), authorize_url=url)
+    token = await gw.upstreams.authorizer.begin(binding, row.url, starter.member)
+    if token is not None:
+        fresh = await conn_store.get_connection(gw.db, row.name)
+        status = "pending" if fresh is None or fresh.status == "pending" else "needs_reauth"
+        await conn_store.set_status(gw.db, row.name, status, _WAITING)
     return await _reinstalled(gw, row.name)
+
+
+async def waits_for_a_person(gw: Gateway, row: ConnectionRow) -> bool:
+    """Whether ``row`` is an OAuth connection without a working organization grant: whoever
+    refreshes (or adds) it is handed a link to authorize it."""
+    return row.auth in MODES and row.url is not None and not await has_grant(gw, row.name)
 
 
 async def _reinstalled(gw: Gateway, name: str) -> ConnectionRow:
@@ -172,24 +199,29 @@ async def _reinstalled(gw: Gateway, name: str) -> ConnectionRow:
 
 
 async def on_auth_needed(gw: Gateway, spec: UpstreamSpec) -> str | None:
-    """A session found its grant gone (a refresh refused, a token revoked): the connection reads
-    ``needs_reauth`` with a fresh authorize URL, its tools leave search, and the URL is returned
-    for the ``needs_reauth`` answer of the call that met it."""
+    """A session found its grant gone (a refresh refused, a token revoked).
+
+    A member's own grant: that member's call met it, so that member starts its authorization, and
+    the start link returned is for the ``needs_reauth`` answer to them alone. The organization's
+    grant: nobody started anything, so no link is made; the connection reads ``needs_reauth``
+    (its tools leave search) until an admin refreshes it and is given a link of their own.
+    """
     row = await conn_store.get_connection(gw.db, spec.name)
     if row is None or spec.oauth is None or row.auth not in MODES or row.url is None:
         return None
     member = spec.oauth.member
     await grant_store.put_grant(gw.db, row.name, member, tokens=None, expires_at=None)  # dead: no refreshes
     if member:  # one member's own grant: only that member must authorize; the connection stays as it is
-        return await gw.upstreams.authorizer.begin(spec.oauth, row.url)
-    return (await authorize(gw, row, status="needs_reauth")).authorize_url
+        token = await gw.upstreams.authorizer.begin(spec.oauth, row.url, member)
+        return start_link(gw, token) if token is not None else None
+    await conn_store.set_status(gw.db, row.name, "needs_reauth", _DEAD)
+    await _reinstalled(gw, row.name)
+    return None
 
 
-async def on_authorized(
-    gw: Gateway, binding: OAuthBinding, ok: bool, failure: str | None, url: str | None
-) -> None:
-    """A flow ended: on success the connection syncs on its new grant; otherwise its link is gone
-    and the row says why (unless a newer flow replaced that link meanwhile)."""
+async def on_authorized(gw: Gateway, binding: OAuthBinding, ok: bool, failure: str | None) -> None:
+    """A flow ended (a flow replaced by a newer one is not told): on success the connection syncs
+    on its new grant; otherwise its link is gone and the row says why."""
     from toolcrib.gateway.connections import sync_connection
 
     if binding.member:  # a member's own grant: their next call starts a session on it
@@ -201,7 +233,7 @@ async def on_authorized(
         await sync_connection(gw, binding.account)
         return
     row = await conn_store.get_connection(gw.db, binding.account)
-    if row is None or row.authorize_url != url:  # a newer flow's link stands
+    if row is None:
         return
     if row.status == "active" and await has_grant(gw, row.name):
         return
@@ -220,31 +252,10 @@ async def wait_authorized(gw: Gateway, name: str) -> ConnectionRow:
     return await _reinstalled(gw, name)
 
 
-async def complete_callback(gw: Gateway, query: dict[str, str]) -> tuple[str, bool | None]:
-    """``/oauth/callback``: deliver the authorization server's answer to the flow waiting for its
-    ``state`` (single-use, before it expires), then wait (bounded) for that flow to end when it runs
-    in this process. The account, and whether it is authorized now (None: not known here yet)."""
-    state = query.get("state") or ""
-    if not state or len(state) > 128:
-        raise InvalidArguments("the callback carries no valid state")
-    account = await grant_store.deliver(gw.db, state, _sealed_answer(gw, query), now=time.time())
-    if account is None:
-        raise NotFound("no authorization is waiting for this link: it expired or was used already")
-    ok = await gw.upstreams.authorizer.delivered(state, wait_seconds=4 * gw.settings.connect_timeout_seconds)
-    return account, ok
-
-
-def may_authorize(viewer: Principal) -> bool:
-    """Whether ``viewer`` is shown the link that authorizes a connection's shared upstream grant:
-    whoever follows it binds the whole organization's connection to their own upstream account, so
-    only who may change connections (``connections:write``) gets it.
-    A per-member connection's link for a member's own grant is that member's (``oauth``)."""
-    return has_permission(viewer.role, "connections:write")
-
-
 def reauth_notices(gw: Gateway, principal: Principal, policy: PolicySnapshot) -> list[dict[str, Any]]:
     """The OAuth connections ``principal`` may reach that wait for an authorization, each with the
-    link that fixes it: search names them instead of leaving their tools silently absent.
+    link that fixes it when ``principal`` started that authorization (R-13.6: nobody else's link):
+    search names them instead of leaving their tools silently absent.
 
     At most three, within ``_NOTICE_BYTES`` of the search response's budget (R-5.9): a notice
     whose link does not fit any more names the account only (``connections get`` shows it).
@@ -253,16 +264,9 @@ def reauth_notices(gw: Gateway, principal: Principal, policy: PolicySnapshot) ->
     room = _NOTICE_BYTES
     for name in sorted(gw.connections):
         row = gw.connections[name]
-        status, url = row.status, row.authorize_url
-        mine = (
-            gw.upstreams.authorizer.pending_url(name, principal.member)
-            if row.auth == "oauth_member"
-            else None
-        )
-        if mine is not None and row.status == "active":  # this member's own grant is being authorized
-            status, url = "needs_reauth", mine
-        elif not may_authorize(principal):  # the organization's grant: an admin's link, not theirs
-            url = None
+        status, url = row.status, link_for(gw, row, principal)
+        if url is not None and row.status == "active":  # this member's own grant is being authorized
+            status = "needs_reauth"
         waiting = status == "needs_reauth" or (row.auth in MODES and status == "pending")
         allowed = (
             waiting

@@ -39,7 +39,8 @@ class AuditEntry:
     id: int | None = None
     approved_by: str | None = None
     kind: str = "call"
-    """``call``: a connected tool's call (R-11.1); ``admin``: an audited administrative act."""
+    """``call`` (a connected tool's call, R-11.1) or ``admin`` (an administrative act, or a refused
+    one such as an OAuth callback from the wrong browser, R-13.6)."""
 
     def to_json(self) -> dict[str, Any]:
         # Every field is a scalar: a plain read, not ``asdict``'s recursive deep copy (#12: that

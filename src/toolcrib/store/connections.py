@@ -36,7 +36,8 @@ class ConnectionRow:
     auth: str | None = None
     """``oauth`` when the connection authorizes at its upstream with OAuth 2.1 (#14)."""
     authorize_url: str | None = None
-    """The link that authorizes it, while an authorization is pending."""
+    """The start link of an authorization, on a row read for the person who started it (R-13.6):
+    never read from the store (the column once held a shareable link; it is only cleared now)."""
 
 
 @dataclass(slots=True)
@@ -47,7 +48,9 @@ class StoredTool:
 
 
 def _row(r: Any) -> ConnectionRow:
-    return ConnectionRow(**{k: r._mapping[k] for k in ConnectionRow.__dataclass_fields__})
+    return ConnectionRow(
+        **{k: r._mapping[k] for k in ConnectionRow.__dataclass_fields__ if k != "authorize_url"}
+    )
 
 
 async def insert_connection(db: Database, row: ConnectionRow) -> None:
@@ -55,6 +58,7 @@ async def insert_connection(db: Database, row: ConnectionRow) -> None:
     row.created_at = row.updated_at = now
     async with db.begin() as conn:
         values = {k: getattr(row, k) for k in ConnectionRow.__dataclass_fields__}
+        values["authorize_url"] = None  # a start link is never stored (R-13.6)
         await conn.execute(insert(connections).values(**values))
         await announce(conn, CATALOG)
 
@@ -71,14 +75,12 @@ async def list_connections(db: Database) -> list[ConnectionRow]:
     return [_row(r) for r in rows]
 
 
-async def set_status(
-    db: Database, name: str, status: str, reason: str | None, *, authorize_url: str | None = None
-) -> None:
+async def set_status(db: Database, name: str, status: str, reason: str | None) -> None:
     async with db.begin() as conn:
         await conn.execute(
             update(connections)
             .where(connections.c.name == name)
-            .values(status=status, reason=reason, authorize_url=authorize_url, updated_at=time.time())
+            .values(status=status, reason=reason, authorize_url=None, updated_at=time.time())
         )
         await announce(conn, CATALOG)
 

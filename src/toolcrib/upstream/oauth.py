@@ -13,11 +13,14 @@ refresh. This module gives it what a headless gateway needs:
 - ``session_auth``: the provider of a long-lived session never waits for a person. When the grant
   is gone (a refresh refused, nothing stored), the SDK reaches its redirect step and the session
   is told the connection needs authorizing again (``AuthorizationNeeded``).
-- ``Authorizer``: interactive flows, one per (connection, member) at a time. The SDK's redirect
-  handler captures the authorize URL, records its ``state`` as pending in the store and hands the
-  URL to the admin; its callback handler waits (bounded by the pending lifetime) for
-  ``/oauth/callback`` to deliver the code through the store, so the callback may reach any process
-  sharing the database (the command line that started the flow waits for it the same way).
+- ``Authorizer``: interactive flows, one per (connection, member) at a time, each started by one
+  person (R-13.6). The SDK's redirect handler captures the authorize URL and gives it to the vault,
+  which keeps it sealed with its ``state`` as pending in the store and answers an opaque start link
+  for the person who started the flow (the URL itself never leaves the gateway but as the redirect
+  of the one browser that confirmed that link); its callback handler waits (bounded by the pending
+  lifetime) for ``/oauth/callback`` to deliver the code through the store, so the callback may
+  reach any process sharing the database (the command line that started the flow waits for it the
+  same way).
 """
 
 from __future__ import annotations
@@ -75,8 +78,9 @@ class GrantVault(Protocol):
 
     async def save_client(self, client: dict[str, Any]) -> None: ...
 
-    async def open_pending(self, state: str, ttl: float) -> None:
-        """Record ``state`` as waiting for its callback, for ``ttl`` seconds."""
+    async def open_pending(self, state: str, ttl: float, *, url: str, starter: str) -> str:
+        """Record ``state`` as waiting for its callback, for ``ttl`` seconds, with the authorize
+        ``url`` kept sealed; the start link token given to ``starter``, who alone may use it."""
         ...
 
     async def take_answer(self, state: str) -> dict[str, Any] | None:
@@ -241,7 +245,8 @@ def session_auth(binding: OAuthBinding, server_url: str, on_needed: Callable[[],
 @dataclass
 class _Flow:
     binding: OAuthBinding
-    url: str | None = None
+    starter: str  # the member who started it: the only one shown its link (R-13.6)
+    link: str | None = None  # the start link's token, from the vault
     state: str | None = None
     expires_at: float = 0.0
     ok: bool = False
@@ -250,14 +255,16 @@ class _Flow:
     started: anyio.Event = field(default_factory=anyio.Event)  # the URL is known, or the flow ended
     done: anyio.Event = field(default_factory=anyio.Event)
     wake: anyio.Event = field(default_factory=anyio.Event)
+    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)  # cancelled when replaced
 
     def live(self) -> bool:
         ended = self.done.is_set() or self.finished
-        return not ended and self.url is not None and self.expires_at > time.time()
+        return not ended and self.link is not None and self.expires_at > time.time()
 
 
-OnDone = Callable[[OAuthBinding, bool, str | None, str | None], Coroutine[Any, Any, None]]
-"""Told when a flow ends: its binding, whether it succeeded, why not, and its authorize URL."""
+OnDone = Callable[[OAuthBinding, bool, str | None], Coroutine[Any, Any, None]]
+"""Told when a flow ends (unless a newer flow replaced it): its binding, whether it succeeded,
+and why not."""
 
 
 class Authorizer:
@@ -271,25 +278,33 @@ class Authorizer:
         self._on_done = on_done
         self._flows: dict[tuple[str, str], _Flow] = {}
 
-    async def begin(self, binding: OAuthBinding, server_url: str) -> str | None:
-        """The authorize URL of a flow for ``binding`` (the one pending, or a new one).
+    async def begin(self, binding: OAuthBinding, server_url: str, starter: str) -> str | None:
+        """The start link token of a flow for ``binding`` started by ``starter``: the one pending
+        when they started it, or a new one, which replaces (cancels) a flow someone else started.
 
         None when no person is needed (the stored grant works) or the flow failed before it had a
         URL (the upstream cannot be reached, its metadata is refused); ``on_done`` says which.
         """
         key = (binding.account, binding.member)
         flow = self._flows.get(key)
-        if flow is None or not flow.live() or flow.binding != binding:
-            flow = _Flow(binding)
+        if flow is None or not flow.live() or flow.binding != binding or flow.starter != starter:
+            old, flow = flow, _Flow(binding, starter)
             self._flows[key] = flow
             self._tg.start_soon(self._run, flow, server_url)
+            if old is not None:  # its link dies with it: wait until its pending row is gone
+                old.scope.cancel()
+                with anyio.move_on_after(self._connect_timeout):
+                    await old.done.wait()
         with anyio.move_on_after(self._connect_timeout):
             await flow.started.wait()
-        return flow.url
+        return flow.link
 
-    def pending_url(self, account: str, member: str = "") -> str | None:
+    def pending_link(self, account: str, member: str, starter: str) -> str | None:
+        """The start link token of the live flow of (``account``, ``member``) when ``starter``
+        started it; None for anyone else (R-13.6)."""
         flow = self._flows.get((account, member))
-        return flow.url if flow is not None and flow.live() else None
+        live = flow is not None and flow.live() and flow.starter == starter
+        return flow.link if live and flow is not None else None
 
     async def ended(self, account: str, member: str, wait_seconds: float) -> bool | None:
         """Wait (bounded) for the flow of (``account``, ``member``) to end: whether it succeeded, or
@@ -315,14 +330,16 @@ class Authorizer:
     async def _run(self, flow: _Flow, server_url: str) -> None:
         b = flow.binding
         try:
-            with anyio.fail_after(b.pending_seconds + 4 * self._connect_timeout):
+            with flow.scope, anyio.fail_after(b.pending_seconds + 4 * self._connect_timeout):
                 provider = _Provider(b, server_url, self._redirect(flow), self._callback(flow))
                 async with httpx2.AsyncClient(auth=provider, timeout=self._connect_timeout) as http:
                     headers = {"Accept": "application/json, text/event-stream"}
                     response = await http.post(server_url, json=_PROBE, headers=headers)
-            flow.ok = response.status_code not in (401, 403)
-            if not flow.ok:
-                flow.failure = f"the upstream still refused the grant (HTTP {response.status_code})"
+                flow.ok = response.status_code not in (401, 403)
+                if not flow.ok:
+                    flow.failure = f"the upstream still refused the grant (HTTP {response.status_code})"
+            if flow.scope.cancelled_caught:
+                flow.failure = "a newer authorization replaced it"
         except Exception as exc:
             flow.failure = _why(exc)
             logger.info("authorizing %s at its upstream failed: %s", b.account, flow.failure)
@@ -332,8 +349,9 @@ class Authorizer:
                 if flow.state is not None:
                     await b.vault.drop_pending(flow.state)
                 try:
-                    if self._on_done is not None:
-                        await self._on_done(b, flow.ok, flow.failure, flow.url)
+                    current = self._flows.get((b.account, b.member)) is flow
+                    if self._on_done is not None and (current or flow.ok):
+                        await self._on_done(b, flow.ok, flow.failure)
                 except Exception:
                     logger.exception("after authorizing %s", b.account)
                 finally:  # ended only once the gateway acted on it: a waiter then reads the outcome
@@ -345,8 +363,8 @@ class Authorizer:
             state = parse_qs(urlsplit(url).query).get("state", [""])[0]
             b = flow.binding
             now = time.time()
-            await b.vault.open_pending(state, b.pending_seconds)
-            flow.url, flow.state, flow.expires_at = url, state, now + b.pending_seconds
+            link = await b.vault.open_pending(state, b.pending_seconds, url=url, starter=flow.starter)
+            flow.link, flow.state, flow.expires_at = link, state, now + b.pending_seconds
             flow.started.set()
 
         return redirect

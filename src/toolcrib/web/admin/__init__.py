@@ -41,7 +41,16 @@ class _Console:
 
 
 def _console() -> ASGIApp:
-    from toolcrib.web.admin import approvals, audit, auth, connections, insight, members, restrictions
+    from toolcrib.web.admin import (
+        approvals,
+        audit,
+        auth,
+        connections,
+        insight,
+        members,
+        oauth_start,
+        restrictions,
+    )
     from toolcrib.web.admin.session import SecurityHeaders
 
     routes = [
@@ -52,6 +61,7 @@ def _console() -> ASGIApp:
         *approvals.routes(),
         *audit.routes(),
         *insight.routes(),
+        *oauth_start.routes(),
         Mount("/static", app=StaticFiles(directory=STATIC), name="admin-static"),
     ]
     return SecurityHeaders(Router(routes=routes))

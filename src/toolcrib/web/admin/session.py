@@ -31,6 +31,7 @@ __all__ = [
     "SecurityHeaders",
     "Session",
     "clear_session",
+    "csp_sending_forms_to",
     "csrf_ok",
     "login_nonce",
     "open_session",
@@ -133,8 +134,15 @@ def same_origin(request: Request, allowed: list[str]) -> bool:
     return origin == own or origin in allowed
 
 
+def csp_sending_forms_to(origin: str) -> str:
+    """The console's CSP for a page whose form is answered with a redirect to ``origin`` (the
+    OAuth start page, R-13.6): a browser checks ``form-action`` on that redirect too."""
+    return CSP.replace("form-action 'self'", f"form-action 'self' {origin}")
+
+
 class SecurityHeaders:
-    """Every console response carries a strict CSP (no inline script), and refuses to be framed."""
+    """Every console response carries a strict CSP (no inline script), and refuses to be framed.
+    A page may set its own CSP only as :func:`csp_sending_forms_to` makes it: the console's."""
 
     def __init__(self, inner: ASGIApp) -> None:
         self._inner = inner
@@ -143,8 +151,13 @@ class SecurityHeaders:
         async def with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
                 names = {k for k, _ in _HEADERS}
-                headers = [(k, v) for k, v in message.get("headers", []) if k.lower() not in names]
-                message["headers"] = headers + _HEADERS
+                given = message.get("headers", [])
+                own = [v for k, v in given if k.lower() == b"content-security-policy"]
+                headers = [(k, v) for k, v in given if k.lower() not in names]
+                ours = _HEADERS
+                if len(own) == 1 and own[0].startswith(CSP.partition("form-action")[0].encode()):
+                    ours = [(k, own[0] if k == b"content-security-policy" else v) for k, v in _HEADERS]
+                message["headers"] = headers + ours
             await send(message)
 
         await self._inner(scope, receive, with_headers)
