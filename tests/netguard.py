@@ -85,7 +85,7 @@ def loopback_only() -> Iterator[Recorder]:
         name = host.decode() if isinstance(host, bytes) else host
         if name is None or name == "localhost":
             return _REAL_GETADDRINFO(host, port, *args, **kwargs)
-        family, kind, proto, flags = (list(args) + [0, 0, 0, 0])[:4]
+        family, kind, proto, flags = [*args, 0, 0, 0, 0][:4]
         flags = kwargs.get("flags", flags) | socket.AI_NUMERICHOST
         try:
             return _REAL_GETADDRINFO(
