@@ -293,11 +293,14 @@ def test_r13_5_the_url_check_answers_allowed_refused_or_a_clear_error_for_any_te
             raise socket.gaierror(socket.EAI_NONAME, "unknown")
         return answers
 
+    outcome: ToolcribError | None = None
     try:
         anyio.run(AddressPolicy(resolve=resolver).check_url, url)
-    except ToolcribError as exc:
-        assert exc.code in ("upstream_error", "invalid_request")
-        assert len(exc.message) < 400
+    except ToolcribError as exc:  # anything else fails the test
+        outcome = exc
+    if outcome is not None:
+        assert outcome.code in ("upstream_error", "invalid_request")
+        assert len(outcome.message) < 400
 
 
 def test_r13_5_the_address_module_is_a_leaf_every_layer_may_import() -> None:
@@ -386,8 +389,11 @@ async def test_r13_5_tls_keeps_the_host_name_while_the_connect_goes_to_the_check
 
     class Stream(httpcore2.AsyncMockStream):
         async def start_tls(
-            self, ssl_context: Any, server_hostname: str | None = None, timeout: Any = None
-        ) -> Any:  # noqa: ASYNC109
+            self,
+            ssl_context: Any,
+            server_hostname: str | None = None,
+            timeout: Any = None,  # noqa: ASYNC109 - httpcore2's interface
+        ) -> Any:
             seen["sni"] = server_hostname
             raise httpcore2.ConnectError("no TLS in this test")
 
