@@ -7,7 +7,9 @@ Every refusal here happens before a connection is made: the connect recorder of
 from __future__ import annotations
 
 import ast
+import base64
 import ipaddress
+import json
 import socket
 from collections.abc import AsyncIterator, Iterable, Iterator
 from contextlib import asynccontextmanager
@@ -471,3 +473,33 @@ async def test_r13_5_a_redirect_is_refused_when_private_addresses_are_denied(gua
             with pytest.raises(AddressRefused):
                 await http.get(server + "/")  # loopback itself is private: refused first
     assert guard.connects == ["127.0.0.1"]
+
+
+# --- the JWKS of the configured issuer --------------------------------------------------------------
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    "jwks_url",
+    [
+        "http://169.254.169.254/.well-known/jwks.json",
+        "http://[::ffff:a9fe:a9fe]/jwks",
+        "http://metadata.goog/jwks",
+    ],
+)
+async def test_r13_5_the_jwks_of_an_issuer_at_a_metadata_address_is_never_fetched(
+    jwks_url: str, guard: Recorder
+) -> None:
+    from toolcrib.auth.jwt import InvalidToken, JWTSettings, JWTVerifier
+
+    def part(value: dict[str, str]) -> str:
+        return base64.urlsafe_b64encode(json.dumps(value).encode()).rstrip(b"=").decode()
+
+    token = f"{part({'alg': 'RS256', 'kid': 'k1'})}.{part({'sub': 'x'})}.c2ln"  # its keys are never fetched
+    issuer = JWTSettings(issuer="https://idp.example", audience="https://gw.example/mcp", jwks_url=jwks_url)
+    async with JWTVerifier(issuer) as verifier:
+        with pytest.raises(InvalidToken) as refused:
+            await verifier.verify(token)
+    assert refused.value.reason == "jwks_unavailable"
+    assert guard.connects == []
+    assert guard.lookups == []
