@@ -345,7 +345,8 @@ class _GuardedTransport(httpx2.AsyncHTTPTransport):
         http2: bool = False,
         retries: int = 0,
     ) -> None:
-        super().__init__(limits=limits, verify=verify, http2=http2, retries=retries)
+        # Not AsyncHTTPTransport.__init__: it would build a pool (and an SSL context, ~0.2 s of CA
+        # loading) only to be replaced; every method of the class uses ``_pool`` alone.
         self._pool = httpcore2.AsyncConnectionPool(
             ssl_context=httpx2.create_ssl_context(verify=verify),
             max_connections=limits.max_connections,
