@@ -87,6 +87,8 @@ def spellings(ip: ipaddress.IPv4Address) -> list[str]:
     n = int(ip)
     a, b, c, d = ip.packed
     hi, lo = f"{n >> 16:x}", f"{n & 0xFFFF:x}"
+    inverted = ~n & 0xFFFFFFFF  # Teredo carries its client's address inverted
+    teredo = f"2001:0:4136:e378:8000:63bf:{inverted >> 16:x}:{inverted & 0xFFFF:x}"
     forms = [
         str(ip),
         str(n),  # decimal
@@ -107,6 +109,7 @@ def spellings(ip: ipaddress.IPv4Address) -> list[str]:
         f"64:ff9b:1::{hi}:{lo}",
         f"2002:{hi}:{lo}::1",
         f"2002:{hi}:{lo}:ffff::",
+        teredo,
     ):
         v6 = ipaddress.IPv6Address(six)
         forms += [six, six.upper(), v6.exploded, str(v6), f"[{six}]"]
