@@ -18,7 +18,8 @@ Three parts:
   host resolved and every address checked. Odd IPv4 spellings (``2852039166``, ``0xa9fea9fe``,
   ``0251.0376.0251.0376``, ``169.254.43518``) are not IP literals to :mod:`ipaddress`, but
   ``getaddrinfo`` reads them as the address they mean, so checking the resolved addresses covers
-  them (httpx2 hands such hosts to the network as they are).
+  them: httpx2 hands such hosts to the network as they are (all but the octal one, which its URL
+  parser refuses; a connection's URL is checked with ``urlsplit``, which takes it).
 - :func:`guarded_transport` / :func:`guarded_client`: an httpx2 transport whose network backend
   resolves the host once per new connection, checks every address, and connects to a checked
   address. A DNS answer that changes between the check and the connect (rebinding) cannot slip
@@ -53,6 +54,7 @@ __all__ = [
     "Resolver",
     "guarded_client",
     "guarded_transport",
+    "metadata_name",
     "refusal",
     "system_resolve",
 ]
@@ -216,9 +218,6 @@ class AddressPolicy:
     resolve: Resolver = system_resolve
     resolve_seconds: float = 10.0
 
-    def refused(self, host: str, why: str) -> AddressRefused:
-        return AddressRefused(_shown(host), why)
-
     async def addresses_for(self, host: str, port: int) -> list[str]:
         """The addresses to connect to for ``host``, every one of them checked.
 
@@ -226,12 +225,12 @@ class AddressPolicy:
         address with a refused one is refused whole), or OSError when it does not resolve.
         """
         if metadata_name(host):
-            raise self.refused(host, "it is a cloud metadata host name")
+            raise _refused(host, "it is a cloud metadata host name")
         literal = _literal(host)
         if literal is not None:
             why = refusal(literal, deny_private=self.deny_private)
             if why is not None:
-                raise self.refused(host, f"it is {why}")
+                raise _refused(host, f"it is {why}")
             return [str(literal)]
         try:
             answers = await self.resolve(host, port)
@@ -242,8 +241,8 @@ class AddressPolicy:
         for answer in answers:
             why = refusal(answer, deny_private=self.deny_private)
             if why is not None:
-                raise self.refused(host, f"it resolves to {why}")
-        return [answer.split("%", 1)[0] if "%" in answer else answer for answer in answers]
+                raise _refused(host, f"it resolves to {why}")
+        return [answer.split("%", 1)[0] for answer in answers]
 
     async def check_url(self, url: str) -> None:
         """Refuse ``url`` (AddressRefused) when its host is one the gateway will not call.
@@ -257,6 +256,10 @@ class AddressPolicy:
                 await self.addresses_for(host, port)
         except (OSError, TimeoutError):
             return
+
+
+def _refused(host: str, why: str) -> AddressRefused:
+    return AddressRefused(_shown(host), why)
 
 
 def _host_port(url: str) -> tuple[str, int]:
