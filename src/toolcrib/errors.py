@@ -14,7 +14,8 @@ ToolcribError                      (code: "internal")
 │   ├── NeedsInput                 needs_input           (lists the missing fields)
 │   ├── InvalidArguments           invalid_arguments     (JSON-pointer errors)
 │   ├── UpstreamError              upstream_error
-│   │   └── UpstreamAuthFailed     upstream_error        (the upstream refused the connection's credentials)
+│   │   ├── UpstreamAuthFailed     upstream_error        (the upstream refused the connection's credentials)
+│   │   └── AddressRefused         upstream_error        (an address the gateway will not call, R-13.5)
 │   ├── NeedsReauth                needs_reauth          (names the account and the URL to fix it)
 │   ├── UpstreamTimeout            upstream_timeout
 │   ├── RateLimited                rate_limited          (says when to retry: retry_after)
@@ -46,6 +47,7 @@ import math
 from typing import Any, ClassVar
 
 __all__ = [
+    "AddressRefused",
     "ApprovalDeclined",
     "ApprovalRequired",
     "Cancelled",
@@ -197,6 +199,18 @@ class UpstreamError(InBandError):
 
 class UpstreamAuthFailed(UpstreamError):
     """The upstream answered 401/403 to the connection's own credentials: the connection needs reauth."""
+
+
+class AddressRefused(UpstreamError):
+    """A host the gateway will not call (R-13.5): link-local, cloud metadata, or private when the
+    setting denies those (see ``toolcrib.addresses``). The message names the host and why, never
+    more; refused before any connection is made. Creating a connection turns it into
+    ``invalid_arguments`` at ``/url``."""
+
+    def __init__(self, host: str, why: str) -> None:
+        super().__init__(f"the gateway does not call {host}: {why}")
+        self.host = host
+        self.why = why
 
 
 class NeedsReauth(InBandError):

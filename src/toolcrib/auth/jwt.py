@@ -13,6 +13,10 @@ unknown ``kid`` triggers one refetch (key rotation), at most once per
 gateway into a flood of requests against the issuer. A fetch is bounded by
 ``jwks_timeout_seconds`` overall and by ``MAX_JWKS_BYTES``; a failed one never raises past
 ``verify``: the previous keys stay in use, and with none the answer is ``jwks_unavailable``.
+
+The key set is fetched through the address policy (R-13.5, ``toolcrib.addresses``): the issuer is
+the operator's choice, so a private address is fine, but a link-local or cloud-metadata one (the
+issuer's URL, or where its name resolves) is never called; that fetch fails like any other.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ import anyio
 import httpx2
 import jwt
 
+from toolcrib.addresses import AddressPolicy, guarded_client
 from toolcrib.errors import ToolcribError
 
 __all__ = [
@@ -125,8 +130,10 @@ class JWTVerifier:
         *,
         http: httpx2.AsyncClient | None = None,
         clock: Callable[[], float] = time.time,
+        addresses: AddressPolicy | None = None,
     ) -> None:
         self._settings = settings
+        self._addresses = addresses or AddressPolicy()
         self._http = http
         self._owns_http = http is None
         self._clock = clock
@@ -194,7 +201,7 @@ class JWTVerifier:
 
     async def _fetch(self) -> dict[str, dict[str, Any]]:
         if self._http is None:
-            self._http = httpx2.AsyncClient(follow_redirects=False)
+            self._http = guarded_client(self._addresses, follow_redirects=False)
         try:
             body = await _get_bounded(
                 self._http, self._settings.jwks_url, self._settings.jwks_timeout_seconds

@@ -13,10 +13,12 @@ import anyio
 from toolcrib.catalog.cards import build_card
 from toolcrib.catalog.normalize import normalize_catalog
 from toolcrib.errors import (
+    AddressRefused,
     CatalogRefused,
     ConfigError,
     Forbidden,
     InBandError,
+    InvalidArguments,
     NeedsReauth,
     NotFound,
     Restricted,
@@ -91,6 +93,7 @@ async def add_connection(
     d = check_definition(name, connector, command, url, env, headers, oauth)
     _require_stdio_allowed(gw, actor, d.argv is not None)
     await _require_reach(gw, actor, d)
+    await _require_callable_url(gw, d)
     if d.name in gw.connections or await store.get_connection(gw.db, d.name):
         raise ConfigError(f"a connection named {d.name!r} already exists")
     row = ConnectionRow(
@@ -147,6 +150,7 @@ async def update_connection(
     stdio_changed = d.argv is not None and (d.argv != current.command or env is not None)
     _require_stdio_allowed(gw, actor, stdio_changed)
     await _require_reach(gw, actor, d)
+    await _require_callable_url(gw, d)
     await store.update_connection(
         gw.db,
         name,
@@ -190,6 +194,21 @@ async def _require_reach(gw: Gateway, actor: Principal, d: Definition) -> None:
     rules = (await gw.policy()).rules
     if not reach.decide(rules, actor, account=d.name, connector=d.connector, where="connect").allowed:
         raise Restricted(f"connecting {d.connector!r} is withheld by a restriction")
+
+
+async def _require_callable_url(gw: Gateway, d: Definition) -> None:
+    """A URL the gateway will not call (R-13.5: link-local, cloud metadata, private when denied;
+    by name, as a literal, or where it resolves now) is refused before anything is saved or
+    called, as a bad ``/url``. Connecting checks again, on every connection its session opens."""
+    if d.url is None:
+        return
+    try:
+        await gw.addresses.check_url(d.url)
+    except (AddressRefused, ConfigError) as exc:
+        errors = [{"pointer": "/url", "message": exc.message}]
+        raise InvalidArguments(
+            f"the connection definition is not valid: /url: {exc.message}", errors
+        ) from exc
 
 
 _SpecKey = tuple[str, tuple[str, ...], str | None, str | None]

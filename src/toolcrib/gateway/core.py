@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from toolcrib.addresses import AddressPolicy
 from toolcrib.auth.tokens import new_instance_id
 from toolcrib.catalog.records import ExactRecord, canonical_json
 from toolcrib.errors import StoreError
@@ -90,8 +91,12 @@ class Gateway:
         *,
         clock: Callable[[], float] = time.time,
         meaning: Meaning | None = None,
+        addresses: AddressPolicy | None = None,
     ) -> None:
         self.settings = settings
+        self.addresses = addresses or AddressPolicy(deny_private=settings.deny_private_addresses)
+        """The hosts this gateway calls on someone's behalf (R-13.5): checked when a connection's
+        URL is saved, and on every connection its sessions and OAuth flows open."""
         self.db = db
         self.box = box
         self.clock = clock
@@ -120,6 +125,7 @@ class Gateway:
         clock: Callable[[], float] = time.time,
         load_encoder: Callable[[], tuple[Encoder | None, str | None]] = packaged_encoder,
         follow_changes: bool = True,
+        addresses: AddressPolicy | None = None,
     ) -> AsyncIterator[Gateway]:
         """Open the database (migrating it), load catalogs, and run upstream sessions until exit.
 
@@ -127,6 +133,7 @@ class Gateway:
         the packaged one's loader); when it cannot load, search runs on words (R-5.8).
         ``follow_changes`` false: no listener for other processes' changes (a one-shot command
         has nothing to reload, and one cut off at exit mid-query made psycopg warn on stderr).
+        ``addresses`` replaces the address policy the settings give (a test's own resolver).
         """
         db = Database(settings.database_url, busy_seconds=settings.store_busy_seconds)
         try:
@@ -135,7 +142,7 @@ class Gateway:
             box = SecretBox(key)
             await key_store.check_key(db, key)  # one key for every process on this database
             meaning = await load_meaning(settings.semantic, load_encoder)
-            gateway = cls(settings, db, box, clock=clock, meaning=meaning)
+            gateway = cls(settings, db, box, clock=clock, meaning=meaning, addresses=addresses)
             await gateway._load()
             from toolcrib.gateway import oauth
             from toolcrib.gateway.connections import sync_connection
@@ -158,6 +165,7 @@ class Gateway:
                 on_tools_changed=on_changed,
                 on_auth_needed=on_auth_needed,
                 on_authorized=on_authorized,
+                addresses=gateway.addresses,
             ) as upstreams:
                 gateway._upstreams = upstreams
                 upstreams.run_in_background(gateway._heartbeat)

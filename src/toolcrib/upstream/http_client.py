@@ -13,6 +13,11 @@ hands back any error a server answers with). The other calls, and the session, g
 *connect* are not contained: the server is not there, and the session's own restart and back-off
 handle that (R-13.2). A body that breaks while it is read is contained by ``http_bound``'s stream.
 
+Every connection goes through the gateway's address policy (R-13.5, ``toolcrib.addresses``): a
+host it will not call is refused before a socket is opened, and the POST that met the refusal is
+answered the same way, with an error naming the host and why; ``on_refused`` is told, so the
+session can give that as its reason.
+
 Idle connections are also let go sooner than servers usually close them (``KEEPALIVE_SECONDS``
 against uvicorn's 5 s), so a request is not sent on a connection the server is closing just then.
 """
@@ -21,10 +26,13 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import httpx2
 from mcp_types.jsonrpc import INTERNAL_ERROR
+
+from toolcrib.addresses import AddressPolicy, AddressRefused, guarded_transport
 
 __all__ = ["BROKEN_CONNECTION", "KEEPALIVE_SECONDS", "UpstreamHttpClient"]
 
@@ -51,13 +59,27 @@ class UpstreamHttpClient(httpx2.AsyncClient):
     """An ``httpx2.AsyncClient`` whose JSON-RPC POSTs answer for themselves when their connection
     breaks (see ``_failed_request``)."""
 
-    def __init__(self, **options: Any) -> None:
-        options.setdefault("limits", httpx2.Limits(keepalive_expiry=KEEPALIVE_SECONDS))
+    def __init__(
+        self,
+        addresses: AddressPolicy,
+        on_refused: Callable[[AddressRefused], None] | None = None,
+        **options: Any,
+    ) -> None:
+        limits = options.pop("limits", httpx2.Limits(keepalive_expiry=KEEPALIVE_SECONDS))
+        options.setdefault("transport", guarded_transport(addresses, limits=limits))
         super().__init__(**options)
+        self._on_refused = on_refused
 
     async def send(self, request: httpx2.Request, **options: Any) -> httpx2.Response:
         try:
             return await super().send(request, **options)
+        except AddressRefused as exc:
+            if self._on_refused is not None:
+                self._on_refused(exc)
+            answer = _failed_request(request, exc, exc.message)
+            if answer is None:
+                raise
+            return answer
         except BROKEN_CONNECTION as exc:
             answer = _failed_request(request, exc)
             if answer is None:
@@ -65,7 +87,9 @@ class UpstreamHttpClient(httpx2.AsyncClient):
             return answer
 
 
-def _failed_request(request: httpx2.Request, exc: Exception) -> httpx2.Response | None:
+def _failed_request(
+    request: httpx2.Request, exc: Exception, reason: str | None = None
+) -> httpx2.Response | None:
     """What to hand the SDK for a JSON-RPC POST whose connection broke, or None when ``request``
     carried no JSON-RPC message (other traffic is not contained).
 
@@ -84,6 +108,6 @@ def _failed_request(request: httpx2.Request, exc: Exception) -> httpx2.Response 
     if "method" not in message or message.get("id") is None:
         logger.info("an upstream message was lost with its connection (%s)", type(exc).__name__)
         return httpx2.Response(202, request=request)
-    reason = f"the connection broke before the server answered ({type(exc).__name__})"
+    reason = reason or f"the connection broke before the server answered ({type(exc).__name__})"
     body = {"jsonrpc": "2.0", "id": message["id"], "error": {"code": INTERNAL_ERROR, "message": reason}}
     return httpx2.Response(502, json=body, request=request)

@@ -44,6 +44,9 @@ from mcp.shared.auth import (
     OAuthToken,
 )
 
+from toolcrib.addresses import AddressPolicy, guarded_client
+from toolcrib.errors import AddressRefused
+
 __all__ = [
     "AuthorizationNeeded",
     "AuthorizationRefused",
@@ -271,9 +274,16 @@ class Authorizer:
     """The interactive authorization flows of this process."""
 
     def __init__(
-        self, task_group: TaskGroup, *, connect_timeout: float, on_done: OnDone | None = None
+        self,
+        task_group: TaskGroup,
+        *,
+        connect_timeout: float,
+        on_done: OnDone | None = None,
+        addresses: AddressPolicy | None = None,
     ) -> None:
         self._tg = task_group
+        self._addresses = addresses or AddressPolicy()
+        """Discovery, registration and token requests go only where it allows (R-13.5)."""
         self._connect_timeout = connect_timeout
         self._on_done = on_done
         self._flows: dict[tuple[str, str], _Flow] = {}
@@ -332,7 +342,8 @@ class Authorizer:
         try:
             with flow.scope, anyio.fail_after(b.pending_seconds + 4 * self._connect_timeout):
                 provider = _Provider(b, server_url, self._redirect(flow), self._callback(flow))
-                async with httpx2.AsyncClient(auth=provider, timeout=self._connect_timeout) as http:
+                http_client = guarded_client(self._addresses, auth=provider, timeout=self._connect_timeout)
+                async with http_client as http:
                     headers = {"Accept": "application/json, text/event-stream"}
                     response = await http.post(server_url, json=_PROBE, headers=headers)
                 flow.ok = response.status_code not in (401, 403)
@@ -397,6 +408,8 @@ def _why(exc: BaseException) -> str:
         return f"the provider refused the authorization ({exc})"
     if isinstance(exc, TimeoutError):
         return "the authorization link expired before it was used"
+    if isinstance(exc, AddressRefused):  # R-13.5: the host and why, in our own words
+        return exc.message
     if isinstance(exc, httpx2.HTTPError):
         return f"the upstream or its authorization server could not be reached ({type(exc).__name__})"
     return f"the authorization did not complete ({type(exc).__name__})"

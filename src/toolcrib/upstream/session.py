@@ -28,7 +28,9 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import CONNECTION_CLOSED
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from toolcrib.addresses import AddressPolicy
 from toolcrib.errors import (
+    AddressRefused,
     ElicitationUnavailable,
     InBandError,
     NeedsReauth,
@@ -129,8 +131,10 @@ class UpstreamSession:
         max_message_bytes: int = _DEFAULT_MAX_MESSAGE,
         on_tools_changed: Callable[[str], Coroutine[Any, Any, None]] | None = None,
         on_auth_needed: Callable[[UpstreamSpec], Coroutine[Any, Any, str | None]] | None = None,
+        addresses: AddressPolicy | None = None,
     ) -> None:
         self.spec = spec
+        self._addresses = addresses or AddressPolicy()  # checked on every connection
         self._on_auth_needed = on_auth_needed
         self._auth_needed = False  # the OAuth grant is gone: a person must authorize again
         self._max_message = max_message_bytes
@@ -148,6 +152,7 @@ class UpstreamSession:
         self.last_used = time.monotonic()
         self._stderr: IO[bytes] | None = None
         self._refused_status: int | None = None  # 401/403 from an HTTP upstream: its credentials failed
+        self._refused_address: AddressRefused | None = None  # a host the gateway will not call
         self._in_flight: list[CallRelay | None] = []  # the calls running now, for what names no call
 
     @property
@@ -314,6 +319,8 @@ class UpstreamSession:
             if self._auth_needed:  # not a failure of the server: no back-off before the next start
                 raise await self._reauth()
             self._note_failure()
+            if self._refused_address is not None:
+                raise UpstreamError(f"{self.spec.name}: {self._refused_address.message}")
             if self._refused_status is not None:
                 raise UpstreamAuthFailed(
                     f"{self.spec.name}: the server refused the connection's credentials "
@@ -361,6 +368,10 @@ class UpstreamSession:
                 spec.command, env=spec.env, errlog=self._stderr, max_message_bytes=self._max_message
             )
         self._refused_status = None
+        self._refused_address = None
+
+        def note_refused_address(exc: AddressRefused) -> None:
+            self._refused_address = exc
 
         async def note_refusal(response: httpx2.Response) -> None:
             if response.status_code in (401, 403):
@@ -372,6 +383,8 @@ class UpstreamSession:
             self._auth_needed = True
 
         http = UpstreamHttpClient(
+            self._addresses,
+            note_refused_address,
             auth=session_auth(spec.oauth, spec.url or "", auth_needed) if spec.oauth else None,
             headers={"Accept-Encoding": "identity", **spec.headers},
             timeout=httpx2.Timeout(self._call_timeout, read=None),

@@ -10,6 +10,7 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
+from toolcrib.addresses import AddressPolicy
 from toolcrib.upstream.oauth import Authorizer, OnDone
 from toolcrib.upstream.session import UpstreamSession, UpstreamSpec
 
@@ -31,15 +32,20 @@ class Upstreams:
         on_tools_changed: Callable[[str], Coroutine[Any, Any, None]] | None = None,
         on_auth_needed: Callable[[UpstreamSpec], Coroutine[Any, Any, str | None]] | None = None,
         on_authorized: OnDone | None = None,
+        addresses: AddressPolicy | None = None,
     ) -> None:
         self._tg = task_group
-        self.authorizer = Authorizer(task_group, connect_timeout=connect_timeout, on_done=on_authorized)
+        addresses = addresses or AddressPolicy()  # where sessions and OAuth flows connect (R-13.5)
+        self.authorizer = Authorizer(
+            task_group, connect_timeout=connect_timeout, on_done=on_authorized, addresses=addresses
+        )
         """The interactive OAuth flows of this process (#14)."""
         self._options: dict[str, Any] = {
             "call_timeout": call_timeout,
             "connect_timeout": connect_timeout,
             "backoff": backoff,
             "max_message_bytes": max_message_bytes,
+            "addresses": addresses,
         }
         self._idle_stop = idle_stop
         self._on_tools_changed = on_tools_changed
