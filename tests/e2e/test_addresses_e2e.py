@@ -26,10 +26,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from tests.conftest import PYTHON, ROOT, env_for, free_port, key_env
+from tests.conftest import PYTHON, ROOT, cli, env_for, free_port, key_env
 from tests.e2e.inprocess import open_gateway, owner_token, serve, settings_for
 from tests.e2e.mcpclient import connect, gateway_payload
 from tests.netguard import LOG_ENV, Recorder, loopback_only
+from tests.principals import OPERATOR
 from toolcrib.gateway import members, oauth
 from toolcrib.gateway.connections import add_connection, list_connections, refresh_connection
 from toolcrib.gateway.core import Gateway
@@ -107,6 +108,7 @@ def test_r13_5_cli_connections_add_of_the_metadata_address_exits_1_and_saves_not
     log = tmp_path / "connects.log"
     guarded = [PYTHON, "-c", "from tests.netguard import run_cli; run_cli()"]
     env = env_for({**key_env(db_url), LOG_ENV: str(log), "TOOLCRIB_SEMANTIC": "false"})
+    cli(db_url, "init")  # the command line acts as the organization's owner (#21): there is one
     run = [*guarded, "connections", "add", "x", "--connector", "X", "--url", METADATA_URLS[0]]
     added = subprocess.run(
         [*run, "--database", db_url], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
@@ -150,7 +152,9 @@ async def test_r13_5_a_name_rebound_to_metadata_after_the_create_check_fails_the
     resolver = Rebinding()
     settings = settings_for(tmp_path, semantic=False, connect_timeout_seconds=5)
     async with open_gateway(settings, addresses=AddressPolicy(resolve=resolver)) as gw:
-        row = await add_connection(gw, "rebound", connector="Rebound", url="http://rebound.test:9/mcp")
+        row = await add_connection(
+            gw, "rebound", connector="Rebound", url="http://rebound.test:9/mcp", actor=OPERATOR
+        )
         assert row.status == "error"
         assert row.reason is not None
         assert "rebound.test" in row.reason
@@ -166,7 +170,7 @@ async def test_r13_5_deny_private_turned_on_stops_a_loopback_upstream_at_its_nex
     settings = settings_for(tmp_path, semantic=False, connect_timeout_seconds=5)
     async with open_gateway(settings) as gw:
         await owner_token(gw)
-        row = await add_connection(gw, "desk", connector="Helpdesk", url=fixture_http.url)
+        row = await add_connection(gw, "desk", connector="Helpdesk", url=fixture_http.url, actor=OPERATOR)
         assert row.status == "active", row.reason
     before = len(guard.connects)
     denied = settings.model_copy(update={"deny_private_addresses": True})
@@ -229,7 +233,9 @@ async def test_r13_5_oauth_discovery_never_calls_an_authorization_server_at_a_me
     async with serving(_oauth_upstream(port, authorization_server), port) as upstream:
         settings = settings_for(tmp_path, semantic=False, connect_timeout_seconds=5)
         async with open_gateway(settings) as gw:
-            row = await add_connection(gw, "notes", connector="Notes", url=upstream + "/mcp", oauth=True)
+            row = await add_connection(
+                gw, "notes", connector="Notes", url=upstream + "/mcp", oauth=True, actor=OPERATOR
+            )
             assert row.status != "active"
             assert row.authorize_url is None  # no flow reached the provider
             await oauth.wait_authorized(gw, "notes")

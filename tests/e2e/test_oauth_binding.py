@@ -29,6 +29,7 @@ from tests.e2e.mcpclient import connect, error_code, gateway_payload
 from tests.e2e.oauth_browser import confirm, follow, to_callback
 from tests.e2e.org import ALL_SCOPES
 from tests.fixtures.oauth_upstream import OAuthUpstream, serve_oauth_upstream
+from tests.principals import OPERATOR
 from toolcrib.gateway import connections, members
 from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.members import operator_principal
@@ -61,8 +62,8 @@ async def world(tmp_path: Path) -> AsyncIterator[World]:
     ):
         tokens = []
         for name, role in (("ada", "admin"), ("mia", "member")):
-            await members.add_member(gw, name, role)
-            tokens.append((await members.create_token(gw, name, ALL_SCOPES))[1])
+            await members.add_member(gw, name, role, actor=OPERATOR)
+            tokens.append((await members.create_token(gw, name, ALL_SCOPES, actor=OPERATOR))[1])
         yield World(gw, base, upstream, await owner_token(gw), *tokens)
 
 
