@@ -35,6 +35,7 @@ from toolcrib.web.limits import BodyLimit
 from toolcrib.web.mcp import PRINCIPAL_KEY, build_mcp_server
 from toolcrib.web.metrics import metrics_router
 from toolcrib.web.oauth_callback import oauth_callback
+from toolcrib.web.proxies import ForwardedHeaders, TrustedProxies
 from toolcrib.web.rest import METADATA_PATH, openapi_document, rest_routes
 from toolcrib.web.telemetry import Telemetry
 
@@ -165,6 +166,7 @@ def create_app(settings: Settings, *, gateway: Gateway | None = None) -> Starlet
             admin_mount(),
         ],
         middleware=[
+            Middleware(ForwardedHeaders, proxies=TrustedProxies(settings.trusted_proxies)),
             Middleware(RequestLog, principal_key=PRINCIPAL_KEY),
             Middleware(BodyLimit, limit=settings.max_body_bytes),
         ],
