@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 DB     ?= sqlite:///$(CURDIR)/.toolcrib/toolcrib.db
 PORT   ?= 8765
 
-.PHONY: run test check install bench clean
+.PHONY: run test check install conformance bench clean
 
 $(BIN)/toolcrib: pyproject.toml Makefile
 	@echo "==> [1/3] creating the virtual environment in $(VENV)"
@@ -23,7 +23,19 @@ run: install ## set up a demo organization with real MCP servers and serve it
 	@echo "==> setting up the demo organization in $(DB) (connecting real MCP servers)"
 	$(BIN)/toolcrib quickstart --database $(DB) --port $(PORT)
 
-test: install ## the whole test suite (two worker processes, one test file each at a time)
+# The MCP conformance suite and the Node.js 22 it needs, both npm packages, installed into the
+# git-ignored tests/conformance/node_modules (tests/e2e/test_conformance.py runs them). The marker
+# is newer than the lock file once installed, so a second `make test` installs nothing.
+CONFORMANCE := tests/conformance/node_modules/.installed
+
+$(CONFORMANCE): tests/conformance/package.json tests/conformance/package-lock.json
+	@echo "==> installing the MCP conformance suite and Node.js 22 from npm into tests/conformance"
+	cd tests/conformance && npm ci --no-audit --no-fund
+	@touch $@
+
+conformance: $(CONFORMANCE) ## the MCP conformance suite (npm), for tests/e2e/test_conformance.py
+
+test: install conformance ## the whole test suite (two worker processes, one test file each at a time)
 	$(BIN)/pytest -q -n 2 --dist loadfile
 
 check: install ## formatting, lint and strict typing
