@@ -15,6 +15,8 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any, Literal, TypeVar
 
+import anyio
+
 __all__ = ["JsonFormatter", "RequestLog", "configure", "log_event", "traced"]
 
 T = TypeVar("T")
@@ -39,6 +41,10 @@ def log_event(kind: str, member: str | None, operation: str, outcome: str, start
 
 
 def _code_of(exc: BaseException) -> str:
+    """The outcome of a call that raised: its in-band code; ``cancelled`` when the caller cancelled
+    it (R-3.3), never ``internal_error`` for that."""
+    if isinstance(exc, anyio.get_cancelled_exc_class()):
+        return "cancelled"
     code = getattr(exc, "code", None)
     return code if isinstance(code, str) and code != "internal" else "internal_error"
 

@@ -18,7 +18,6 @@ from starlette.types import Receive, Scope, Send
 
 from tests.admin.console import hidden
 from tests.conftest import cli_json, start_gateway
-from toolcrib.web.proxies import ForwardedHeaders, TrustedProxies
 
 FORWARDED = {"X-Forwarded-Proto": "https", "X-Forwarded-For": "203.0.113.7"}
 
@@ -55,6 +54,8 @@ def test_r13_console_cookie_is_secure_only_behind_a_trusted_tls_proxy(tmp_path: 
 
 async def _seen(peer: str, headers: dict[str, str], proxies: list[str]) -> tuple[str, str]:
     """The scheme and client address the app behind the middleware sees for one request."""
+    from toolcrib.web.proxies import ForwardedHeaders, TrustedProxies
+
     seen: dict[str, object] = {}
 
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
