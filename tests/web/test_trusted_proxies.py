@@ -79,5 +79,7 @@ async def test_r7_10_client_address_is_rewritten_only_for_a_trusted_proxy() -> N
     # Anyone else: both headers ignored, the peer is the client.
     assert await _seen("192.0.2.44", chain, proxies) == ("http", "192.0.2.44")
     assert await _seen("10.0.0.5", chain, []) == ("http", "10.0.0.5")
+    # A forwarded client that is no address is not believed either.
+    assert await _seen("10.0.0.5", {"X-Forwarded-For": "unknown"}, proxies) == ("http", "10.0.0.5")
     # A trusted proxy with nothing forwarded leaves the request as it came.
     assert await _seen("10.0.0.5", {}, proxies) == ("http", "10.0.0.5")

@@ -43,10 +43,10 @@ class TrustedProxies:
 
         Entries to its left were written by whoever sent the request and prove nothing.
         """
-        hops = [h.strip() for h in forwarded_for.split(",") if h.strip()]
+        hops = [h.strip().strip("[]") for h in forwarded_for.split(",") if h.strip()]
         for hop in reversed(hops):
             if not self.trusts(hop):
-                return hop
+                return hop if _is_address(hop) else None  # "unknown" or garbage: keep the peer
         return hops[0] if hops else None
 
 
@@ -60,11 +60,23 @@ class ForwardedHeaders:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         peer = scope.get("client")
         if scope["type"] in ("http", "websocket") and peer and self._proxies.trusts(str(peer[0])):
-            headers = {k.lower(): v.decode("latin-1") for k, v in scope["headers"]}
-            proto = headers.get(b"x-forwarded-proto", "").split(",")[-1].strip().lower()
+            proto = _joined(scope, b"x-forwarded-proto").split(",")[-1].strip().lower()
             if proto in ("http", "https"):
                 scope["scheme"] = proto if scope["type"] == "http" else {"http": "ws", "https": "wss"}[proto]
-            client = self._proxies.client_of(headers.get(b"x-forwarded-for", ""))
+            client = self._proxies.client_of(_joined(scope, b"x-forwarded-for"))
             if client is not None:
                 scope["client"] = (client, 0)
         await self._app(scope, receive, send)
+
+
+def _joined(scope: Scope, name: bytes) -> str:
+    """Every value of header ``name``, in order, as one comma-separated list (RFC 9110 5.3)."""
+    return ",".join(v.decode("latin-1") for k, v in scope["headers"] if k.lower() == name)
+
+
+def _is_address(value: str) -> bool:
+    try:
+        ipaddress.ip_address(value)
+    except ValueError:
+        return False
+    return True
