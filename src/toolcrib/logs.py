@@ -112,6 +112,9 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(out, ensure_ascii=False, default=str)
 
 
+_DRIVER_LOGGERS = ("aiosqlite", "psycopg", "sqlalchemy.engine")
+
+
 def configure(level: str, fmt: Literal["text", "json"]) -> None:
     """The process's logging: one handler on stderr, text or JSON lines."""
     handler = logging.StreamHandler()
@@ -119,3 +122,7 @@ def configure(level: str, fmt: Literal["text", "json"]) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
+    # The database drivers' debug lines quote every statement's bound values (tokens, sealed
+    # secrets, arguments): never shown, whatever the level (#21, with the engines' hide_parameters).
+    for driver in _DRIVER_LOGGERS:
+        logging.getLogger(driver).setLevel(max(logging.INFO, root.level))

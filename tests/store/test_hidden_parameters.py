@@ -16,6 +16,7 @@ from sqlalchemy import text
 
 from toolcrib.errors import StoreError
 from toolcrib.gateway.faults import in_band
+from toolcrib.logs import configure
 from toolcrib.store.database import Database
 
 pytestmark = pytest.mark.anyio
@@ -51,3 +52,20 @@ async def test_r3_3_failed_statement_logs_no_bound_parameter(
         shown = chain.__cause__ or (None if chain.__suppress_context__ else chain.__context__)
         chain = shown
     assert SECRET not in str(answered)
+
+
+def test_r3_3_driver_debug_lines_with_bound_values_stay_off_at_debug_level() -> None:
+    """aiosqlite and psycopg log each statement with its values at DEBUG: never, whatever the level."""
+    root = logging.getLogger()
+    handlers, level_before = root.handlers[:], root.level
+    drivers = [logging.getLogger(name) for name in ("aiosqlite", "psycopg", "sqlalchemy.engine")]
+    levels = [d.level for d in drivers]
+    try:
+        configure("DEBUG", "text")
+        assert root.isEnabledFor(logging.DEBUG)  # the gateway's own debug lines are on
+        assert not [d.name for d in drivers if d.isEnabledFor(logging.DEBUG)]
+    finally:
+        root.handlers[:] = handlers
+        root.setLevel(level_before)
+        for driver, level in zip(drivers, levels, strict=True):
+            driver.setLevel(level)
