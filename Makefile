@@ -7,7 +7,7 @@ PORT   ?= 8765
 
 OIDC_FIXTURE := tests/fixtures/oidc
 
-.PHONY: run test check install bench clean oidc-fixture
+.PHONY: run test check install conformance bench clean oidc-fixture
 
 $(BIN)/toolcrib: pyproject.toml Makefile
 	@echo "==> [1/3] creating the virtual environment in $(VENV)"
@@ -34,7 +34,19 @@ $(OIDC_FIXTURE)/node_modules/.installed: $(OIDC_FIXTURE)/package.json $(OIDC_FIX
 
 oidc-fixture: $(OIDC_FIXTURE)/node_modules/.installed ## the test OpenID Provider (node + npm)
 
-test: install oidc-fixture ## the whole test suite (two worker processes, one test file each at a time)
+# The MCP conformance suite and the Node.js 22 it needs, both npm packages, installed into the
+# git-ignored tests/conformance/node_modules (tests/e2e/test_conformance.py runs them). The marker
+# is newer than the lock file once installed, so a second `make test` installs nothing.
+CONFORMANCE := tests/conformance/node_modules/.installed
+
+$(CONFORMANCE): tests/conformance/package.json tests/conformance/package-lock.json
+	@echo "==> installing the MCP conformance suite and Node.js 22 from npm into tests/conformance"
+	cd tests/conformance && npm ci --no-audit --no-fund
+	@touch $@
+
+conformance: $(CONFORMANCE) ## the MCP conformance suite (npm), for tests/e2e/test_conformance.py
+
+test: install oidc-fixture conformance ## the whole test suite (two worker processes, one test file each at a time)
 	$(BIN)/pytest -q -n 2 --dist loadfile
 
 check: install ## formatting, lint and strict typing

@@ -15,6 +15,8 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any, Literal, TypeVar
 
+import anyio
+
 __all__ = ["JsonFormatter", "RequestLog", "configure", "log_event", "traced"]
 
 T = TypeVar("T")
@@ -39,6 +41,10 @@ def log_event(kind: str, member: str | None, operation: str, outcome: str, start
 
 
 def _code_of(exc: BaseException) -> str:
+    """The outcome of a call that raised: its in-band code; ``cancelled`` when the caller cancelled
+    it (R-3.3), never ``internal_error`` for that."""
+    if isinstance(exc, anyio.get_cancelled_exc_class()):
+        return "cancelled"
     code = getattr(exc, "code", None)
     return code if isinstance(code, str) and code != "internal" else "internal_error"
 
@@ -106,6 +112,9 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(out, ensure_ascii=False, default=str)
 
 
+_DRIVER_LOGGERS = ("aiosqlite", "psycopg", "sqlalchemy.engine")
+
+
 def configure(level: str, fmt: Literal["text", "json"]) -> None:
     """The process's logging: one handler on stderr, text or JSON lines."""
     handler = logging.StreamHandler()
@@ -113,3 +122,7 @@ def configure(level: str, fmt: Literal["text", "json"]) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
+    # The database drivers' debug lines quote every statement's bound values (tokens, sealed
+    # secrets, arguments): never shown, whatever the level (#21, with the engines' hide_parameters).
+    for driver in _DRIVER_LOGGERS:
+        logging.getLogger(driver).setLevel(max(logging.INFO, root.level))

@@ -52,8 +52,10 @@ class Settings(BaseSettings):
     Streamable HTTP sessions with SSE streams are kept per client."""
 
     allowed_origins: list[str] = Field(default_factory=list)
-    """Browser ``Origin`` values allowed to call ``/mcp`` (DNS-rebinding protection). Requests with
-    any other ``Origin`` are refused; requests without one (non-browser clients) are allowed."""
+    """Browser ``Origin`` values allowed to call ``/mcp`` (DNS-rebinding protection) besides the
+    gateway's own origin (its public URL, or the host it was reached at when the gateway knows that
+    host: R-2.6). Requests with any other ``Origin`` are refused; requests without one (non-browser
+    clients) are allowed."""
 
     http_keep_alive_seconds: int = Field(default=75, ge=1, le=3600)
     """How long an idle client connection is kept open. Longer than the 5 s after which common HTTP

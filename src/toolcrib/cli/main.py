@@ -109,6 +109,7 @@ def serve(
         log_level="warning",
         timeout_keep_alive=settings.http_keep_alive_seconds,
         ws="none",  # no WebSocket route: its protocol modules are not even imported
+        proxy_headers=False,  # toolcrib.web.proxies alone decides whom to believe (trusted_proxies)
     )
 
 

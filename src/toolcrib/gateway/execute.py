@@ -156,9 +156,12 @@ async def _call_audited(
             await audit.close_entry(gw, entry, outcome="unknown", error_code=None)
         raise
     is_error = bool(raw.get("isError"))
-    await audit.close_entry(
-        gw, entry, outcome="error" if is_error else "ok", error_code="tool_error" if is_error else None
-    )
+    # The upstream answered, so the call happened: a cancel landing now must not leave the row
+    # open (read as ``unknown``); it is closed with what the upstream said, then the cancel goes on.
+    with anyio.CancelScope(shield=True):
+        await audit.close_entry(
+            gw, entry, outcome="error" if is_error else "ok", error_code="tool_error" if is_error else None
+        )
     return raw
 
 
@@ -210,6 +213,11 @@ async def _approval(
     except (ApprovalDeclined, ApprovalRequired) as exc:
         entry = await _open_row(gw, principal, row, record, risk, exact, approved=False)
         await audit.close_entry(gw, entry, outcome="error", error_code=exc.code)
+        raise
+    except anyio.get_cancelled_exc_class():  # cancelled while the member was being asked
+        with anyio.CancelScope(shield=True):
+            entry = await _open_row(gw, principal, row, record, risk, exact, approved=False)
+            await audit.close_entry(gw, entry, outcome="cancelled", error_code=None)
         raise
 
 

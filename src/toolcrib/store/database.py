@@ -65,6 +65,16 @@ def is_busy(exc: BaseException) -> bool:
     return name == "OperationalError" and ("database is locked" in text or "database is busy" in text)
 
 
+def _described(exc: BaseException) -> str:
+    """A database failure for the log: driver error class, primary message, statement; no values."""
+    orig = exc.orig if isinstance(exc, DBAPIError) else exc
+    diag = getattr(orig, "diag", None)  # psycopg: the primary message without DETAIL or HINT
+    message = getattr(diag, "message_primary", None) or str(orig).split("\n", 1)[0]
+    statement = getattr(exc, "statement", None)
+    where = f" [SQL: {statement}]" if statement else ""
+    return f"({type(orig).__module__}.{type(orig).__name__}) {message}{where}"
+
+
 def _sqlite_pragmas(busy_ms: int) -> Any:
     def on_connect(dbapi_connection: Any, _record: Any) -> None:
         # The driver emits no BEGIN of its own; ``_sqlite_begin`` does (the SQLAlchemy recipe).
@@ -110,7 +120,9 @@ class Database:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._path = str(path)
         try:
-            self.engine: AsyncEngine = create_async_engine(async_database_url(url))
+            # hide_parameters: a failed statement's bound values (tokens, secrets, arguments) stay
+            # out of the exception text and so out of every log line that quotes it (#21).
+            self.engine: AsyncEngine = create_async_engine(async_database_url(url), hide_parameters=True)
         except (SQLAlchemyError, ImportError) as exc:
             raise StoreError(f"cannot open the database ({type(exc).__name__})") from exc
         if self.is_sqlite:
@@ -205,7 +217,7 @@ class Database:
             with anyio.CancelScope(shield=True):
                 await _quietly_rollback(conn)
             if isinstance(exc, SQLAlchemyError):
-                raise self._translated(exc) from exc
+                raise self._translated(exc) from None
             raise
         finally:
             with anyio.CancelScope(shield=True):
@@ -219,7 +231,7 @@ class Database:
                 return await self._attempt(begin)
             except SQLAlchemyError as exc:
                 if not is_busy(exc) or time.monotonic() + pause > deadline:
-                    raise self._translated(exc) from exc
+                    raise self._translated(exc) from None
             await anyio.sleep(pause)
             pause = min(_MAX_PAUSE, pause * 2)
 
@@ -256,7 +268,7 @@ class Database:
         try:
             conn = await (await self.engine.connect()).execution_options(isolation_level="AUTOCOMMIT")
         except SQLAlchemyError as exc:
-            raise self._translated(exc) from exc
+            raise self._translated(exc) from None
         try:
             mine = await self._try_lock(conn, key)
             if not mine:
@@ -271,7 +283,7 @@ class Database:
         try:
             return bool((await conn.execute(_TRY_LOCK, {"key": key})).scalar_one())
         except SQLAlchemyError as exc:
-            raise self._translated(exc) from exc
+            raise self._translated(exc) from None
 
     async def _wait_for_lock(self, conn: AsyncConnection, key: int, deadline: float) -> None:
         """Until the holder lets go (then let go at once) or ``deadline``; nothing is done meanwhile."""
@@ -321,7 +333,7 @@ class Database:
                     return await anyio.to_thread.run_sync(call)
             except sqlite3.Error as exc:
                 if not is_busy(exc) or time.monotonic() + pause > deadline:
-                    raise self._translated(exc) from exc
+                    raise self._translated(exc) from None
             await anyio.sleep(pause)
             pause = min(_MAX_PAUSE, pause * 2)
 
@@ -348,10 +360,15 @@ class Database:
         return conn
 
     def _translated(self, exc: Exception) -> StoreError:
+        """The caller's error, raised ``from None``: the driver's text stays out of every traceback.
+
+        What is logged instead is :func:`_described`: the statement and the database's primary
+        message, never a bound value nor PostgreSQL's DETAIL line (which quotes the row) (#21).
+        """
         if is_busy(exc):
-            logger.warning("database busy for over %g s: %s", self.busy_seconds, exc)
+            logger.warning("database busy for over %g s: %s", self.busy_seconds, _described(exc))
             return StoreBusy(f"the database stayed busy for over {self.busy_seconds:g} s; retry the call")
-        logger.error("database error: %s", exc)
+        logger.error("database error: %s", _described(exc))
         return StoreError(f"the database failed ({type(exc).__name__}); the details are in the log")
 
     async def close(self) -> None:

@@ -17,11 +17,14 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, get_args
 
 import mcp_types as types
 
-__all__ = ["OUTSIDE_CALL", "CallRelay", "current_call"]
+__all__ = ["LEVELS", "OUTSIDE_CALL", "CallRelay", "current_call"]
+
+LEVELS: tuple[types.LoggingLevel, ...] = get_args(types.LoggingLevel)
+"""The log levels, least severe first (RFC 5424's order, as the protocol declares them)."""
 
 Progress = Callable[[float, float | None, str | None], Awaitable[None]]
 Log = Callable[[types.LoggingMessageNotificationParams], Awaitable[None]]
@@ -37,6 +40,12 @@ class CallRelay:
     log_level: types.LoggingLevel | None = None
     """The level the caller opted in to; the upstream is asked for log lines from it up."""
     elicit: Elicit | None = None
+
+    def wants(self, level: types.LoggingLevel) -> bool:
+        """Whether a log line at ``level`` reaches the caller: at or above its level (R-2.6)."""
+        if self.log is None or self.log_level is None:
+            return False
+        return LEVELS.index(level) >= LEVELS.index(self.log_level)
 
     def meta(self) -> dict[str, Any] | None:
         """The ``_meta`` of the upstream request: the log opt-in of 2026-07-28 (SEP-2577)."""

@@ -203,7 +203,7 @@ class UpstreamSession:
 
     async def _on_log(self, params: types.LoggingMessageNotificationParams) -> None:
         relay = self._sole_call()
-        if relay is not None and relay.log is not None:
+        if relay is not None and relay.log is not None and relay.wants(params.level):
             await relay.log(params)
 
     async def _on_elicit(

@@ -35,6 +35,8 @@ from toolcrib.web.limits import BodyLimit
 from toolcrib.web.mcp import PRINCIPAL_KEY, build_mcp_server
 from toolcrib.web.metrics import metrics_router
 from toolcrib.web.oauth_callback import oauth_callback
+from toolcrib.web.origins import OriginPolicy
+from toolcrib.web.proxies import ForwardedHeaders, TrustedProxies
 from toolcrib.web.rest import METADATA_PATH, openapi_document, rest_routes
 from toolcrib.web.telemetry import Telemetry
 
@@ -44,7 +46,7 @@ logger = logging.getLogger(__name__)
 
 
 class Authenticated:
-    """Origin check (DNS-rebinding protection) and bearer check in front of ``inner`` (R-2.4).
+    """Origin check (DNS-rebinding protection, R-2.4 and R-2.6) and bearer check in front of ``inner``.
 
     The principal is put in the ASGI scope; it is read again on every request, never cached.
     """
@@ -52,12 +54,13 @@ class Authenticated:
     def __init__(self, inner: ASGIApp, settings: Settings) -> None:
         self._inner = inner
         self._settings = settings
+        self._origins = OriginPolicy(settings)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope)
         origin = request.headers.get("origin")
-        if origin and origin not in self._settings.allowed_origins and origin != self._settings.resource_url:
-            body = {"error": "origin_not_allowed", "message": f"Origin {origin} is not allowed"}
+        if origin and not self._origins.allows(origin, request.headers.get("host"), request.url.scheme):
+            body = {"error": "origin_not_allowed", "message": "this browser Origin is not allowed"}
             await JSONResponse(body, 403)(scope, receive, send)
             return
         header = request.headers.get("authorization", "")
@@ -171,6 +174,7 @@ def create_app(settings: Settings, *, gateway: Gateway | None = None) -> Starlet
             admin_mount(),
         ],
         middleware=[
+            Middleware(ForwardedHeaders, proxies=TrustedProxies(settings.trusted_proxies)),
             Middleware(RequestLog, principal_key=PRINCIPAL_KEY),
             Middleware(BodyLimit, limit=settings.max_body_bytes),
         ],

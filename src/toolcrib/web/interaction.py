@@ -33,13 +33,18 @@ _NO_FIELDS: types.ElicitRequestedSchema = {"type": "object", "properties": {}}
 _LEVELS: tuple[str, ...] = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 
 
-def interaction_of(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> Interaction:
+def interaction_of(
+    ctx: ServerRequestContext[Any],
+    params: types.CallToolRequestParams,
+    session_level: types.LoggingLevel | None = None,
+) -> Interaction:
+    """``session_level``: what the session asked for with ``logging/setLevel`` (R-2.6), if anything."""
     modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
     capabilities = ctx.session.client_capabilities
     elicits = capabilities is not None and capabilities.elicitation is not None
     live = elicits and not modern and ctx.session.can_send_request
     raw: Mapping[str, Any] = ctx.params or {}
-    level = _log_level(raw, modern, ctx.session.can_send_request)
+    level = _log_level(raw, modern, ctx.session.can_send_request, session_level)
     relay = CallRelay(
         progress=_progress(ctx) if progress_token_from_params(raw) is not None else None,
         log=_log(ctx) if level is not None else None,
@@ -54,12 +59,18 @@ def interaction_of(ctx: ServerRequestContext[Any], params: types.CallToolRequest
     )
 
 
-def _log_level(raw: Mapping[str, Any], modern: bool, stateful: bool) -> types.LoggingLevel | None:
+def _log_level(
+    raw: Mapping[str, Any], modern: bool, stateful: bool, session_level: types.LoggingLevel | None
+) -> types.LoggingLevel | None:
+    """The request's own opt-in (2026-07-28), else the session's ``logging/setLevel`` (``info``
+    until it sends one); a stateless request of an older version gets no log lines."""
     meta = raw.get("_meta")
     requested = meta.get(types.LOG_LEVEL_META_KEY) if isinstance(meta, Mapping) else None
     if requested in _LEVELS:
         return cast(types.LoggingLevel, requested)
-    return "info" if stateful and not modern else None
+    if not stateful or modern:
+        return None
+    return session_level or "info"
 
 
 def _progress(ctx: ServerRequestContext[Any]) -> Any:

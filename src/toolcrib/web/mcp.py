@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import logging
+import warnings
 from typing import Any
 
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import MCPDeprecationWarning
 
 from toolcrib.errors import InvalidArguments, NotFound
 from toolcrib.gateway.control import ControlPlane
@@ -22,6 +24,7 @@ from toolcrib.gateway.surface import SURFACES, meta_input_schemas, meta_tool_def
 from toolcrib.logs import traced
 from toolcrib.policy.gates import Principal, lists_tools, require_execute
 from toolcrib.web.interaction import ask_later_result, interaction_of
+from toolcrib.web.log_levels import SessionLogLevels
 from toolcrib.web.telemetry import Telemetry
 
 __all__ = ["PRINCIPAL_KEY", "build_mcp_server"]
@@ -54,6 +57,7 @@ def _passthrough(result: dict[str, Any]) -> types.CallToolResult:
 
 def build_mcp_server(gw: Gateway, control: ControlPlane, telemetry: Telemetry) -> Server[Any]:
     surface = SURFACES[gw.settings.surface]
+    levels = SessionLogLevels()
     meta_tools = [types.Tool.model_validate(t) for t in meta_tool_definitions(gw.settings.surface)]
     meta_schemas = meta_input_schemas(gw.settings.surface)
 
@@ -107,7 +111,7 @@ def build_mcp_server(gw: Gateway, control: ControlPlane, telemetry: Telemetry) -
         ``InputRequiredResult`` the client answers by calling again (#14)."""
         principal = _principal(ctx)
         name = params.name
-        interaction = interaction_of(ctx, params) if name == surface.execute else None
+        interaction = interaction_of(ctx, params, levels.level_of(ctx)) if name == surface.execute else None
         with telemetry.call(name) as outcome:
             try:
                 work = dispatch(principal, name, params.arguments or {}, interaction)
@@ -125,13 +129,16 @@ def build_mcp_server(gw: Gateway, control: ControlPlane, telemetry: Telemetry) -
     # The SDK checks a tools/call's ``Mcp-Param-*`` headers against the tool's inputSchema; without
     # this lookup it finds the schema by running the whole ``tools/list`` handler on every call (#12).
     schemas: dict[str, Any] = {**meta_schemas, **{n: op.input_schema for n, op in control.all_operations()}}
-    return Server(
-        "toolcrib",
-        version="0.1.0",
-        on_list_tools=on_list_tools,
-        on_call_tool=on_call_tool,
-        get_tool_input_schema=schemas.get,
-    )
+    with warnings.catch_warnings():  # logging/setLevel is deprecated at 2026-07-28, still served before
+        warnings.simplefilter("ignore", MCPDeprecationWarning)
+        return Server(
+            "toolcrib",
+            version="0.1.0",
+            on_list_tools=on_list_tools,
+            on_call_tool=on_call_tool,
+            on_set_logging_level=levels.on_set_level,
+            get_tool_input_schema=schemas.get,
+        )
 
 
 def _tool_outcome(result: types.CallToolResult) -> str:

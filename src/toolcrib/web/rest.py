@@ -40,6 +40,7 @@ _STATUS = {
     "rate_limited": 429,
     "too_large": 413,
     "store_busy": 503,
+    "cancelled": 499,  # the client closed the request (the status nginx logs for it)
     "internal_error": 500,
 }
 """HTTP status by in-band code; the body is the same ``{"error": ...}`` object as over MCP (R-3.3)."""

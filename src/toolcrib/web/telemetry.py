@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import anyio
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from toolcrib.policy.gates import Principal
@@ -48,6 +49,8 @@ OUTCOMES: frozenset[str] = frozenset(
         "approval_declined",
         "elicitation_unavailable",
         "store_busy",
+        "tool_changed",
+        "cancelled",
         "internal_error",
     }
 )
@@ -155,6 +158,9 @@ class Telemetry:
         started = time.perf_counter()
         try:
             yield outcome
+        except anyio.get_cancelled_exc_class():
+            outcome.error("cancelled")  # the caller cancelled, not a failure of ours
+            raise
         except BaseException:
             outcome.error("internal_error")
             raise

@@ -10,7 +10,7 @@ from toolcrib.store.tables import metadata
 connection = context.config.attributes.get("connection")
 if connection is None:  # the alembic command line, e.g. `alembic revision --autogenerate`
     url = context.config.get_main_option("sqlalchemy.url") or "sqlite:///toolcrib.db"
-    connection = create_engine(url).connect()
+    connection = create_engine(url, hide_parameters=True).connect()
 
 context.configure(connection=connection, target_metadata=metadata, render_as_batch=True)
 with context.begin_transaction():

@@ -66,7 +66,8 @@ class Session:
 
 
 def _secure(request: Request) -> bool:
-    """Over https, or behind a proxy that ends TLS for a public ``https://`` URL."""
+    """Over https: reached so, or through a trusted proxy that ended TLS (``web.proxies``), or
+    for a public ``https://`` URL."""
     public = request.app.state.gateway.settings.public_url or ""
     return request.url.scheme == "https" or public.startswith("https://")
 
