@@ -10,6 +10,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import anyio
 
+from toolcrib.catalog import pins
 from toolcrib.catalog.cards import build_card
 from toolcrib.catalog.normalize import normalize_catalog
 from toolcrib.errors import (
@@ -17,6 +18,7 @@ from toolcrib.errors import (
     ConfigError,
     Forbidden,
     InBandError,
+    InvalidArguments,
     NeedsReauth,
     NotFound,
     Restricted,
@@ -74,8 +76,12 @@ async def add_connection(
     headers: Mapping[str, str] | None = None,
     oauth: bool | Mapping[str, Any] | None = None,
     actor: Principal | None = None,
+    pinning: str = "accept",
 ) -> ConnectionRow:
     """Create a connection (status ``pending``) and sync its catalog at once.
+
+    ``pinning`` (R-13.4) says what a later sync does with a tool new to the connection: ``accept``
+    it (the default), hold it for ``review``, or ``off``: no pinned definitions at all.
 
     With ``oauth`` (true, or a hand-registered ``client_id``/``client_secret`` and a ``scope``) a
     remote connection authorizes at its upstream with OAuth 2.1 (#14): it stays ``pending`` with
@@ -86,6 +92,7 @@ async def add_connection(
     lets them reach, and a stdio command only when ``allow_remote_stdio`` is set.
     """
     d = check_definition(name, connector, command, url, env, headers, oauth)
+    _check_pinning(pinning)
     _require_stdio_allowed(gw, actor, d.argv is not None)
     await _require_reach(gw, actor, d)
     if d.name in gw.connections or await store.get_connection(gw.db, d.name):
@@ -102,6 +109,7 @@ async def add_connection(
         tool_count=0,
         catalog_version=0,
         auth=None if d.oauth is None else "oauth_member" if d.oauth.get("per_member") else "oauth",
+        pinning=pinning,
     )
     await store.insert_connection(gw.db, row)
     gw.connections[d.name] = row
@@ -154,6 +162,13 @@ async def update_connection(
     )
     await gw.upstreams.discard(name)
     return _shown(gw, await sync_connection(gw, name), actor)
+
+
+def _check_pinning(pinning: object) -> None:
+    if pinning not in pins.MODES:
+        raise InvalidArguments(
+            "`pinning` must be accept, review or off", [{"pointer": "/pinning", "message": "unknown mode"}]
+        )
 
 
 def _sealed(d: Definition) -> dict[str, Any]:
@@ -265,6 +280,7 @@ async def _sync(gw: Gateway, name: str) -> ConnectionRow:
         for record in records:
             item = StoredTool(record=record, card=None, refused=record.refused)
             if record.refused is None:
+                item.digest = pins.digest(pins.definition(record))  # compared with its pin (R-13.4)
                 risk = gw.risk_of(policy, item)
                 item.card = build_card(record, risk=risk)
                 gw.cards.put(record, risk, (), item.card)  # the live card too, unless a value is frozen
@@ -392,6 +408,7 @@ def connection_view(row: ConnectionRow) -> dict[str, Any]:
         "reason": broken or row.reason,
         "tools": row.tool_count,
         "auth": row.auth if broken is None else None,
+        "pinning": row.pinning,
         "authorize_url": row.authorize_url if broken is None and row.status != "active" else None,
     }
 

@@ -38,6 +38,8 @@ class AuditEntry:
     instance: str | None = None
     id: int | None = None
     approved_by: str | None = None
+    kind: str = "call"
+    """``call`` (a tool call) or ``admin`` (an administrator's decision, e.g. accepting a change)."""
 
     def to_json(self) -> dict[str, Any]:
         # Every field is a scalar: a plain read, not ``asdict``'s recursive deep copy (#12: that

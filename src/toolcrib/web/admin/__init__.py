@@ -1,7 +1,8 @@
 """The admin console at ``/admin`` (#13): server-rendered pages over the same gateway functions.
 
-Pages: connections, members and tokens, restrictions, approvals, frozen parameters, audit log,
-search playground, savings. Sign-in, sessions and CSRF: :mod:`.session`; dispatch: :mod:`.handlers`.
+Pages: connections, members and tokens, restrictions, approvals, frozen parameters, changed tools,
+audit log, search playground, savings. Sign-in, sessions and CSRF: :mod:`.session`; dispatch:
+:mod:`.handlers`.
 No script runs inline (the CSP forbids it); the one small script and the style sheet are served
 from the package under ``/admin/static``.
 """
@@ -41,12 +42,22 @@ class _Console:
 
 
 def _console() -> ASGIApp:
-    from toolcrib.web.admin import approvals, audit, auth, connections, insight, members, restrictions
+    from toolcrib.web.admin import (
+        approvals,
+        audit,
+        auth,
+        changes,
+        connections,
+        insight,
+        members,
+        restrictions,
+    )
     from toolcrib.web.admin.session import SecurityHeaders
 
     routes = [
         *auth.routes(),
         *connections.routes(),
+        *changes.routes(),
         *members.routes(),
         *restrictions.routes(),
         *approvals.routes(),
