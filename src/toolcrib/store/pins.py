@@ -107,7 +107,9 @@ async def decide(
     """Accept or reject the held tool's offered definition; the pin as it was, or None when nothing
     is held (or ``expected`` is not the digest offered now: the admin saw another definition)."""
     async with db.begin() as conn:
-        # The connection's row first: a sync of it (which updates that row first too) waits for us.
+        # The connection's row first, as a sync takes it: one waits for the other, never a deadlock.
+        # (A call that then finds nothing held leaves a needless version bump: a reload, no harm;
+        # the gateway checks the tool is held before it calls this.)
         bumped = await conn.execute(
             update(connections)
             .where(connections.c.name == account)

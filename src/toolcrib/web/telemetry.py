@@ -37,6 +37,7 @@ OUTCOMES: frozenset[str] = frozenset(
         "connection_inactive",
         "handle_expired",
         "schema_changed",
+        "tool_changed",
         "needs_input",
         "invalid_arguments",
         "upstream_error",
