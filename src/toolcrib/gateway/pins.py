@@ -125,9 +125,12 @@ def _reaches(principal: Principal, row: ConnectionRow | None, rules: Any) -> boo
 
 
 def _pretty(defn: dict[str, Any] | None) -> list[str]:
+    """Pretty JSON lines, every non-ASCII character escaped: the text is the server's, written to be
+    read by a model, and a reviewer must see a look-alike letter, a zero-width space or a terminal
+    control character for what it is."""
     if defn is None:
         return []
-    return json.dumps(defn, indent=2, sort_keys=True, ensure_ascii=False).splitlines(keepends=True)
+    return json.dumps(defn, indent=2, sort_keys=True, ensure_ascii=True).splitlines(keepends=True)
 
 
 def _view(change: store.Change) -> dict[str, Any]:
