@@ -28,7 +28,17 @@ from toolcrib.store import members as member_store
 pytestmark = pytest.mark.anyio
 
 HOSTILE = '<script>alert("x")</script>'
-PAGES = ("connections", "members", "restrictions", "approvals", "frozen", "audit", "playground", "savings")
+PAGES = (
+    "connections",
+    "members",
+    "restrictions",
+    "approvals",
+    "frozen",
+    "changes",
+    "audit",
+    "playground",
+    "savings",
+)
 
 
 @pytest.fixture(scope="module")
@@ -152,7 +162,7 @@ async def test_r7_1_a_member_sees_only_the_pages_their_role_allows(org: Org) -> 
     http, _ = await org.c.signed_in(await org.token("pat", "member"))
     page = (await http.get("/admin/connections")).text
     assert 'href="/admin/playground"' in page
-    for slug in ("members", "restrictions", "approvals", "frozen", "audit", "savings"):
+    for slug in ("members", "restrictions", "approvals", "frozen", "changes", "audit", "savings"):
         assert f'href="/admin/{slug}"' not in page
         answer = await http.get(f"/admin/{slug}")
         assert answer.status_code == 403

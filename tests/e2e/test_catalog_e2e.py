@@ -17,7 +17,7 @@ from tests.e2e.inprocess import open_gateway, owner_token, serve, settings_for
 from tests.e2e.mcpclient import connect, error_code, gateway_payload, payload
 from tests.fixtures.giant_tool import GIANT_TOOL_NAME, LURE_MARKERS
 from tests.principals import OPERATOR
-from toolcrib.gateway import members
+from toolcrib.gateway import members, pins
 from toolcrib.gateway.connections import add_connection, refresh_connection
 from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.surface import meta_tool_definitions
@@ -116,6 +116,8 @@ async def test_r5_10_changed_upstream_schema_answers_schema_changed(tmp_path: Pa
             card = next(c for c in found["results"] if c["name"] == "desk__echo_message")
             state.write_text(json.dumps({"variant": "loud"}))
             await refresh_connection(gw, "desk", principal=OPERATOR)
+            # held until accepted; accepted, an old handle still names the old schema
+            await pins.accept_change(gw, OPERATOR, "desk", "echo_message")
             args = {"action_id": card["action_id"], "arguments": {"message": "hi"}}
             assert error_code(await client.call_tool("execute_tool", args)) == "schema_changed"
             again = gateway_payload(await client.call_tool("search_tools", {"query": "echo a message back"}))

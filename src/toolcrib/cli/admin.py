@@ -82,10 +82,19 @@ def connections_add(
     per_member: bool = typer.Option(
         False, "--per-member", help="With --oauth, each member authorizes their own account."
     ),
+    new_tools: str = typer.Option(
+        "accept", "--new-tools", help="A tool new to it at a later sync: accept, or hold for review."
+    ),
+    pin: bool = typer.Option(
+        True, "--pinning/--no-pinning", help="Hold a tool whose definition changed until accepted."
+    ),
     database: str | None = DatabaseOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Connect an MCP server and sync its catalog.
+
+    Its tools' definitions are pinned as they are now: a later sync that changes one holds it
+    until `toolcrib tools accept` (R-13.4); ``--no-pinning`` installs changes as they come.
 
     With ``--oauth`` the authorize URL is printed (on stderr; under ``--json`` also in the JSON):
     open it, authorize, and the provider sends you to the serving gateway's ``/oauth/callback``;
@@ -93,7 +102,14 @@ def connections_add(
     """
     from toolcrib.gateway import connections
 
-    _check("connections", "create", name=name, connector=connector, command=command, url=url)
+    if new_tools not in ("accept", "review"):
+        fail(
+            InvalidArguments(
+                "--new-tools takes accept or review", [{"pointer": "/pinning", "message": "unknown"}]
+            )
+        )
+    pinning = new_tools if pin else "off"
+    _check("connections", "create", name=name, connector=connector, command=command, url=url, pinning=pinning)
     env_map, header_map = _pairs(env, "--env"), _pairs(header, "--header")
     client = {
         "client_id": client_id,
@@ -114,6 +130,7 @@ def connections_add(
             headers=header_map,
             oauth=oauth_value,
             actor=op,
+            pinning=pinning,
         )
         return await _authorized(gw, row)
 
@@ -459,6 +476,67 @@ def tools_list(
 
     rows = run_as_operator(database, lambda gw, op: list_tools(gw, op, connection))
     emit(rows, as_json, columns=["name", "connection", "status", "risk", "description"])
+
+
+@tools_app.command("changes")
+def tools_changes(
+    connection: str | None = typer.Option(None, "--connection", help="Only this connection's changes."),
+    database: str | None = DatabaseOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Tools held because their server changed them since they were accepted, with the diff (R-13.4)."""
+    from toolcrib.gateway import pins
+
+    _check("tools", "changes", account=connection)
+
+    async def work(gw: Gateway, op: Principal) -> list[dict[str, Any]]:
+        return await pins.list_changes(gw, op, connection)
+
+    changes = run_as_operator(database, work)
+    if as_json:
+        emit(changes, True)
+        return
+    if not changes:
+        console.print("No changes waiting: every tool runs as it was accepted.")
+    for change in changes:
+        name = f"{change['account']}__{change['tool']}"
+        console.print(f"{change['kind']}: {name}  (sha256 {change['sha256']})", markup=False, highlight=False)
+        console.print(change["diff"], markup=False, highlight=False, end="")
+        console.print(f"accept: toolcrib tools accept {change['account']} {change['tool']}\n", markup=False)
+
+
+@tools_app.command("accept")
+def tools_accept(
+    account: str,
+    tool: str,
+    sha256: str | None = typer.Option(None, "--sha256", help="Only if it still offers this definition."),
+    database: str | None = DatabaseOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Accept the definition a held tool offers now: it is searchable and runs again."""
+    from toolcrib.gateway import pins
+
+    _check("tools", "accept", account=account, tool=tool, sha256=sha256)
+
+    async def work(gw: Gateway, op: Principal) -> dict[str, Any]:
+        return await pins.accept_change(gw, op, account, tool, sha256)
+
+    emit(run_as_operator(database, work), as_json)
+
+
+@tools_app.command("reject")
+def tools_reject(
+    account: str, tool: str, database: str | None = DatabaseOption, as_json: bool = JsonOption
+) -> None:
+    """Keep a held tool held; it leaves `tools changes` until its server offers another definition."""
+    from toolcrib.gateway import pins
+
+    _check("tools", "reject", account=account, tool=tool)
+
+    async def work(gw: Gateway, op: Principal) -> dict[str, Any]:
+        return await pins.reject_change(gw, op, account, tool)
+
+    emit(run_as_operator(database, work), as_json)
 
 
 @tools_app.command("classify")

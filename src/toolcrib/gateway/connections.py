@@ -10,6 +10,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import anyio
 
+from toolcrib.catalog import pins
 from toolcrib.catalog.cards import build_card
 from toolcrib.catalog.normalize import normalize_catalog
 from toolcrib.errors import (
@@ -77,8 +78,12 @@ async def add_connection(
     headers: Mapping[str, str] | None = None,
     oauth: bool | Mapping[str, Any] | None = None,
     actor: Principal,
+    pinning: str = "accept",
 ) -> ConnectionRow:
     """Create a connection (status ``pending``) and sync its catalog at once.
+
+    ``pinning`` (R-13.4) says what a later sync does with a tool new to the connection: ``accept``
+    it (the default), hold it for ``review``, or ``off``: no pinned definitions at all.
 
     With ``oauth`` (true, or a hand-registered ``client_id``/``client_secret`` and a ``scope``) a
     remote connection authorizes at its upstream with OAuth 2.1 (#14): it stays ``pending`` until
@@ -91,6 +96,7 @@ async def add_connection(
     """
     require_operation(actor, "connections:write", "create")
     d = check_definition(name, connector, command, url, env, headers, oauth)
+    _check_pinning(pinning)
     _require_stdio_allowed(gw, actor, d.argv is not None)
     await _require_reach(gw, actor, d)
     await _require_callable_url(gw, d)
@@ -108,6 +114,7 @@ async def add_connection(
         tool_count=0,
         catalog_version=0,
         auth=None if d.oauth is None else "oauth_member" if d.oauth.get("per_member") else "oauth",
+        pinning=pinning,
     )
     await store.insert_connection(gw.db, row)
     gw.connections[d.name] = row
@@ -171,6 +178,13 @@ async def _synced_by(gw: Gateway, name: str, actor: Principal) -> ConnectionRow:
     if await oauth.waits_for_a_person(gw, row):
         row = await oauth.authorize(gw, row, actor)
     return _shown(gw, row, actor)
+
+
+def _check_pinning(pinning: object) -> None:
+    if pinning not in pins.MODES:
+        raise InvalidArguments(
+            "`pinning` must be accept, review or off", [{"pointer": "/pinning", "message": "unknown mode"}]
+        )
 
 
 def _sealed(d: Definition) -> dict[str, Any]:
@@ -295,6 +309,7 @@ async def _sync(gw: Gateway, name: str) -> ConnectionRow:
         for record in records:
             item = StoredTool(record=record, card=None, refused=record.refused)
             if record.refused is None:
+                item.digest = pins.digest(pins.definition(record))  # compared with its pin (R-13.4)
                 risk = gw.risk_of(policy, item)
                 item.card = build_card(record, risk=risk)
                 gw.cards.put(record, risk, (), item.card)  # the live card too, unless a value is frozen
@@ -426,6 +441,7 @@ def connection_view(row: ConnectionRow) -> dict[str, Any]:
         "reason": broken or row.reason,
         "tools": row.tool_count,
         "auth": row.auth if broken is None else None,
+        "pinning": row.pinning,
         "authorize_url": row.authorize_url if broken is None else None,  # the viewer's own link only
     }
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolcrib.errors import InvalidArguments, NotFound
-from toolcrib.gateway import approvals, audit, connections, diagnose, members, restrictions, results
+from toolcrib.gateway import approvals, audit, connections, diagnose, members, pins, restrictions, results
 from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.inputs import validate_input
 from toolcrib.policy.classify import classify_operation
@@ -100,7 +100,7 @@ async def _c_get(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
     "connections",
     "create",
     "Connect an MCP server (command or url); oauth answers an authorize_url.",
-    "name connector command:argv url oauth:boolean per_member:boolean client_id client_secret scope",
+    "name connector command:argv url oauth:boolean per_member:boolean client_id client_secret scope pinning",
     "name connector",
 )
 async def _c_create(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
@@ -113,6 +113,7 @@ async def _c_create(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
         url=a.get("url"),
         oauth=connections.oauth_option(a.get("oauth"), client),
         actor=p,
+        pinning=a.get("pinning", "accept"),
     )
     return connections.connection_view(row)
 
@@ -321,6 +322,21 @@ async def _res_read(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
 @_op("tools", "diagnose", "Why a tool is missing.", "name", "name")
 async def _t_diagnose(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
     return await diagnose.diagnose(gw, p, a["name"])
+
+
+@_op("tools", "changes", "Held tool changes, diffed.", "account")
+async def _t_changes(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
+    return await pins.list_changes(gw, p, a.get("account"))
+
+
+@_op("tools", "accept", "Accept a change.", "account tool sha256", "account tool")
+async def _t_accept(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
+    return await pins.accept_change(gw, p, a["account"], a["tool"], a.get("sha256"))
+
+
+@_op("tools", "reject", "Keep it held.", "account tool", "account tool")
+async def _t_reject(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
+    return await pins.reject_change(gw, p, a["account"], a["tool"])
 
 
 OPERATIONS: tuple[Operation, ...] = tuple(v for v in dict(globals()).values() if isinstance(v, Operation))

@@ -356,15 +356,20 @@ class Gateway:
     def _prepare(
         self, row: ConnectionRow, usable: dict[str, StoredTool], policy: PolicySnapshot, active: bool
     ) -> tuple[list[SearchDoc], dict[str, int]]:
-        """Search documents, flat-listing sizes and cards of a catalog (worker-thread work)."""
-        listing = {s.record.public_name: _listing_entry_bytes(s.record) for s in usable.values()}
+        """Search documents, flat-listing sizes and cards of a catalog (worker-thread work).
+
+        A held tool (R-13.4) stays in the catalog, so that executing it answers ``tool_changed``,
+        but gets no document, no card and no listing size: nothing shows its offered definition.
+        """
+        shown = [s for s in usable.values() if not s.held]
+        listing = {s.record.public_name: _listing_entry_bytes(s.record) for s in shown}
         if not active:
             return [], listing
         self.cards.build(
             (s.record, self.risk_of(policy, s), policy.frozen_for(row.name, s.record.name).keys())
-            for s in usable.values()
+            for s in shown
         )
-        return _search_docs(row, usable.values()), listing
+        return _search_docs(row, shown), listing
 
     def _documents(self, rows: list[ConnectionRow], catalogs: dict[str, list[StoredTool]]) -> list[SearchDoc]:
         """The search documents of the active ones of ``rows`` (worker-thread work)."""
@@ -372,7 +377,7 @@ class Gateway:
             doc
             for row in rows
             if row.status == "active"
-            for doc in _search_docs(row, (s for s in catalogs[row.name] if s.refused is None))
+            for doc in _search_docs(row, (s for s in catalogs[row.name] if s.refused is None and not s.held))
         ]
 
     def flat_listing_bytes(self, visible: Callable[[str], bool] | None = None) -> int:

@@ -44,6 +44,12 @@ async def diagnose(gw: Gateway, principal: Principal, name: str) -> dict[str, An
     if tool and tool not in gw.catalogs.get(account, {}):
         return stop("tool_in_catalog", f"{account} has no tool {tool!r}; refresh the connection.")
     if tool:
+        if gw.catalogs[account][tool].held:
+            return stop(
+                "tool_changed",
+                f"{name} changed at its server since it was accepted: it is held until an admin "
+                "accepts the change (toolcrib tools changes).",
+            )
         if gw.risk_of(policy, gw.catalogs[account][tool]) == "forbidden":
             return stop("tool_in_catalog", f"{name} is forbidden by the organization: no grant reaches it.")
         where = visibility_of(gw, principal, policy, name)

@@ -22,6 +22,7 @@ from toolcrib.errors import (
     InvalidArguments,
     NotFound,
     SchemaChanged,
+    ToolChanged,
     UpstreamTimeout,
 )
 from toolcrib.gateway import approvals, audit, reach
@@ -80,7 +81,8 @@ async def execute_tool(
     require_tools_scope(principal)
     # 4. the connection exists and is active
     row, stored = _locate(gw, tool)
-    # 5. the tool is in the current catalog; a handle's schema hash still matches
+    # 5. the tool is in the current catalog and not held (tool_changed, R-13.4); a handle's schema
+    #    hash still matches
     if pinned_hash is not None and stored.record.schema_hash != pinned_hash:
         raise SchemaChanged("the tool's schema changed since this handle was issued; search again")
     policy = await gw.policy()
@@ -231,6 +233,11 @@ def _locate(gw: Gateway, public_name: str) -> tuple[ConnectionRow, StoredTool]:
     stored = gw.catalogs.get(account, {}).get(name)
     if stored is None:
         raise NotFound(f"no connected tool named {public_name!r}; find tools with search")
+    if stored.held:  # step 5: its definition changed since it was accepted
+        raise ToolChanged(
+            f"{public_name} changed at its server since it was accepted: it runs again once an admin "
+            "accepts the change"
+        )
     return row, stored
 
 

@@ -26,7 +26,7 @@ def visibility_of(gw: Gateway, principal: Principal, policy: PolicySnapshot, pub
     if found is None:
         return "hidden"
     row, stored = found
-    if row.status != "active":
+    if row.status != "active" or stored.held:  # a held tool is not searchable
         return "hidden"
     risk = gw.risk_of(policy, stored)
     decision = reach.decide(

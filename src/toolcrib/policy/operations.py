@@ -4,7 +4,8 @@ The scope comes from the operation's own classification (:func:`classify_operati
 gives the permission. Grants fall under ``members:*`` (a grant is a member's credential) and
 frozen parameters under ``connections:write`` (they are part of a connection's configuration);
 approval rules and approving a waiting call under ``restrictions:write`` (like a restriction, an
-approval decides whether a call may run).
+approval decides whether a call may run); reviewing a changed tool (R-13.4) under
+``connections:write`` (a tool's accepted definition is part of its connection's configuration).
 Reading one's own stored result and diagnosing a missing tool need ``tool:execute``: they serve
 the member who calls tools. Changing an owner also needs ``owners:write``
 (:func:`toolcrib.policy.roles.require_member_change`).
@@ -30,6 +31,7 @@ OPERATIONS: dict[tuple[str, str], str] = {
     ("audit", "search"): "audit:read",
     ("results", "read"): "tool:execute",
     ("tools", "diagnose"): "tool:execute",
+    **{("tools", op): "connections:write" for op in ("changes", "accept", "reject")},
 }
 
 

@@ -7,12 +7,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import and_, delete, insert, select, update
 
+from toolcrib.catalog import pins
 from toolcrib.catalog.records import ExactRecord
+from toolcrib.store import pins as pin_store
 from toolcrib.store.database import Database
 from toolcrib.store.notify import CATALOG, announce
-from toolcrib.store.tables import connections, tools, upstream_tokens
+from toolcrib.store.tables import connections, tool_pins, tools, upstream_tokens
 
 __all__ = ["ConnectionRow", "StoredTool"]
 
@@ -38,6 +40,8 @@ class ConnectionRow:
     authorize_url: str | None = None
     """The start link of an authorization, on a row read for the person who started it (R-13.6):
     never read from the store (the column once held a shareable link; it is only cleared now)."""
+    pinning: str = "accept"
+    """What a sync does with a tool new to it (R-13.4): ``accept``, ``review``, or ``off`` (no pins)."""
 
 
 @dataclass(slots=True)
@@ -45,6 +49,10 @@ class StoredTool:
     record: ExactRecord
     card: dict[str, Any] | None
     refused: str | None = None
+    held: bool = False
+    """Its definition changed since it was accepted (R-13.4): not searchable, not executable."""
+    digest: str | None = None
+    """The digest of its pinned definition (``catalog.pins``), computed at sync off the event loop."""
 
 
 def _row(r: Any) -> ConnectionRow:
@@ -97,6 +105,7 @@ async def delete_connection(db: Database, name: str) -> bool:
     async with db.begin() as conn:
         await conn.execute(delete(tools).where(tools.c.account == name))
         await conn.execute(delete(upstream_tokens).where(upstream_tokens.c.account == name))
+        await pin_store.delete_pins(conn, name)
         result = await conn.execute(delete(connections).where(connections.c.name == name))
         await announce(conn, CATALOG)
     return bool(result.rowcount)
@@ -109,7 +118,9 @@ async def replace_catalog(
 
     The version is bumped first, in one statement (``version + 1 ... RETURNING``), never read and
     then written: that row stays locked until the commit, so two processes replacing the same
-    catalog at once take turns and each gets its own version (R-15.2, #11).
+    catalog at once take turns and each gets its own version (R-15.2, #11). The tools' pins are
+    compared and written in the same transaction (R-13.4): each of ``stored`` comes back with
+    ``held`` set as stored.
     """
     usable = sum(1 for s in stored if s.refused is None)
     async with db.begin() as conn:
@@ -125,14 +136,28 @@ async def replace_catalog(
                     authorize_url=None,
                     updated_at=time.time(),
                 )
-                .returning(connections.c.catalog_version)
+                .returning(connections.c.catalog_version, connections.c.pinning)
             )
-        ).scalar_one()
+        ).one()
+        await _pin_catalog(conn, name, stored, str(version.pinning))
         await conn.execute(delete(tools).where(tools.c.account == name))
         if stored:
             await conn.execute(insert(tools), [_tool_row(name, s) for s in stored])
         await announce(conn, CATALOG)
-    return int(version)
+    return int(version.catalog_version)
+
+
+async def _pin_catalog(conn: Any, name: str, stored: Sequence[StoredTool], mode: str) -> None:
+    """Compare the offered definitions with the pins and write the plan (R-13.4)."""
+    offered = {}
+    for s in stored:
+        if s.refused is None:
+            defn = pins.definition(s.record)
+            offered[s.record.name] = (defn, s.digest or pins.digest(defn))
+    plan = pins.plan(await pin_store.load_pins(conn, name), offered, mode=mode, now=time.time())
+    await pin_store.apply_plan(conn, name, plan)
+    for s in stored:
+        s.held = s.record.name in plan.held
 
 
 def _tool_row(name: str, s: StoredTool) -> dict[str, Any]:
@@ -147,8 +172,21 @@ def _tool_row(name: str, s: StoredTool) -> dict[str, Any]:
 
 
 async def load_catalog(db: Database, name: str) -> list[StoredTool]:
+    """A connection's stored catalog, each tool held or not as its pin says (R-13.4)."""
+    pinned = and_(tool_pins.c.account == tools.c.account, tool_pins.c.tool == tools.c.name)
+    query = (
+        select(tools, tool_pins.c.offered_sha256)
+        .select_from(tools.outerjoin(tool_pins, pinned))
+        .where(tools.c.account == name)
+    )
     async with db.begin() as conn:
-        rows = (await conn.execute(select(tools).where(tools.c.account == name))).all()
+        rows = (await conn.execute(query)).all()
     return [
-        StoredTool(record=ExactRecord.from_json(dict(r.record)), card=r.card, refused=r.refused) for r in rows
+        StoredTool(
+            record=ExactRecord.from_json(dict(r.record)),
+            card=r.card,
+            refused=r.refused,
+            held=r.offered_sha256 is not None and r.refused is None,
+        )
+        for r in rows
     ]

@@ -37,6 +37,7 @@ _STATUS = {
     "connection_inactive": 409,
     "handle_expired": 410,
     "schema_changed": 409,
+    "tool_changed": 409,
     "rate_limited": 429,
     "too_large": 413,
     "store_busy": 503,

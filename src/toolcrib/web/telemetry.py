@@ -38,6 +38,7 @@ OUTCOMES: frozenset[str] = frozenset(
         "connection_inactive",
         "handle_expired",
         "schema_changed",
+        "tool_changed",
         "needs_input",
         "invalid_arguments",
         "upstream_error",
@@ -49,7 +50,6 @@ OUTCOMES: frozenset[str] = frozenset(
         "approval_declined",
         "elicitation_unavailable",
         "store_busy",
-        "tool_changed",
         "cancelled",
         "internal_error",
     }

@@ -1,7 +1,8 @@
 """The admin console at ``/admin`` (#13): server-rendered pages over the same gateway functions.
 
-Pages: connections, members and tokens, restrictions, approvals, frozen parameters, audit log,
-search playground, savings. Sign-in, sessions and CSRF: :mod:`.session`; dispatch: :mod:`.handlers`.
+Pages: connections, members and tokens, restrictions, approvals, frozen parameters, changed tools,
+audit log, search playground, savings. Sign-in, sessions and CSRF: :mod:`.session`; dispatch:
+:mod:`.handlers`.
 No script runs inline (the CSP forbids it); the one small script and the style sheet are served
 from the package under ``/admin/static``.
 """
@@ -45,6 +46,7 @@ def _console() -> ASGIApp:
         approvals,
         audit,
         auth,
+        changes,
         connections,
         insight,
         members,
@@ -56,6 +58,7 @@ def _console() -> ASGIApp:
     routes = [
         *auth.routes(),
         *connections.routes(),
+        *changes.routes(),
         *members.routes(),
         *restrictions.routes(),
         *approvals.routes(),

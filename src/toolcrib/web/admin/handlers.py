@@ -44,6 +44,8 @@ DONE: dict[str, str] = {
     "approval_declined": "Declined: the call does not run.",
     "frozen_set": "Parameter frozen.",
     "frozen_unset": "Parameter unfrozen.",
+    "change_accepted": "Change accepted: the tool is searchable and runs again.",
+    "change_rejected": "Change rejected: the tool stays held until its server offers another definition.",
 }
 """The notices a redirect after an action may name (a fixed set: no text of the URL is shown)."""
 

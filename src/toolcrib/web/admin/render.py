@@ -33,6 +33,7 @@ NAV: tuple[NavItem, ...] = (
     NavItem("restrictions", "Restrictions", "restrictions:read"),
     NavItem("approvals", "Approvals", "restrictions:write"),  # who may approve (approvals__approve)
     NavItem("frozen", "Frozen parameters", "connections:write"),
+    NavItem("changes", "Changes", "connections:write"),  # held tool changes
     NavItem("audit", "Audit log", "audit:read"),
     NavItem("playground", "Search playground", "tool:execute"),
     NavItem("savings", "Savings", "usage:read"),

@@ -1,0 +1,133 @@
+"""Queries on pinned tool definitions (R-13.4).
+
+A sync applies its :class:`~toolcrib.catalog.pins.PinPlan` inside the transaction that writes the
+catalog (``connections.replace_catalog``), so a catalog is never live with pins of another one.
+Accepting or rejecting a change bumps the connection's catalog version in the same transaction as
+the pin and its audit row: every process reloads that catalog (on PostgreSQL at once, through the
+announcement), and the decision is never on record without the pin that it changed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from sqlalchemy import and_, delete, insert, or_, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from toolcrib.catalog.pins import Pin, PinPlan
+from toolcrib.store.database import Database
+from toolcrib.store.notify import CATALOG, announce
+from toolcrib.store.tables import audit, connections, tool_pins
+
+__all__ = ["Change", "apply_plan", "decide", "delete_pins", "load_pins", "waiting_changes"]
+
+_CHUNK = 500  # names per IN (...) list: well under SQLite's bound-parameter limit
+_FIELDS = ("accepted", "accepted_sha256", "offered", "offered_sha256", "rejected_sha256", "changed_at")
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """A held tool as an admin reviews it: its connection and its pin."""
+
+    account: str
+    pin: Pin
+
+
+def _pin(r: Any) -> Pin:
+    m = r._mapping
+    return Pin(m["tool"], *(m[f] for f in _FIELDS))
+
+
+def _values(account: str, pin: Pin) -> dict[str, Any]:
+    return {"account": account, "tool": pin.tool, **{f: getattr(pin, f) for f in _FIELDS}}
+
+
+async def load_pins(conn: AsyncConnection, account: str) -> dict[str, Pin]:
+    rows = (await conn.execute(select(tool_pins).where(tool_pins.c.account == account))).all()
+    return {r.tool: _pin(r) for r in rows}
+
+
+async def _drop(conn: AsyncConnection, account: str, tools: Collection[str]) -> None:
+    names = list(tools)
+    for i in range(0, len(names), _CHUNK):
+        chunk = names[i : i + _CHUNK]
+        await conn.execute(
+            delete(tool_pins).where(tool_pins.c.account == account, tool_pins.c.tool.in_(chunk))
+        )
+
+
+async def apply_plan(conn: AsyncConnection, account: str, plan: PinPlan) -> None:
+    """Write a sync's pins (replace = delete, then insert: the same on SQLite and PostgreSQL)."""
+    await _drop(conn, account, [*plan.drop, *(p.tool for p in plan.write)])
+    if plan.write:
+        await conn.execute(insert(tool_pins), [_values(account, p) for p in plan.write])
+
+
+async def delete_pins(conn: AsyncConnection, account: str) -> None:
+    """A removed connection's pins go with it: one added again under its name starts afresh."""
+    await conn.execute(delete(tool_pins).where(tool_pins.c.account == account))
+
+
+async def waiting_changes(db: Database, account: str | None = None, limit: int = 100) -> list[Change]:
+    """Held tools no admin rejected in their current form, oldest change first."""
+    query = (
+        select(tool_pins)
+        .where(
+            tool_pins.c.offered_sha256.is_not(None),
+            or_(
+                tool_pins.c.rejected_sha256.is_(None),
+                tool_pins.c.rejected_sha256 != tool_pins.c.offered_sha256,
+            ),
+        )
+        .order_by(tool_pins.c.changed_at, tool_pins.c.account, tool_pins.c.tool)
+        .limit(limit)
+    )
+    if account is not None:
+        query = query.where(tool_pins.c.account == account)
+    async with db.read() as conn:
+        rows = (await conn.execute(query)).all()
+    return [Change(r.account, _pin(r)) for r in rows]
+
+
+Verdict = Literal["accept", "reject"]
+
+
+async def decide(
+    db: Database,
+    account: str,
+    tool: str,
+    verdict: Verdict,
+    *,
+    expected: str | None,
+    audit_row: Mapping[str, Any],
+) -> Pin | None:
+    """Accept or reject the held tool's offered definition; the pin as it was, or None when nothing
+    is held (or ``expected`` is not the digest offered now: the admin saw another definition)."""
+    async with db.begin() as conn:
+        # The connection's row first, as a sync takes it: one waits for the other, never a deadlock.
+        # (A call that then finds nothing held leaves a needless version bump: a reload, no harm;
+        # the gateway checks the tool is held before it calls this.)
+        bumped = await conn.execute(
+            update(connections)
+            .where(connections.c.name == account)
+            .values(catalog_version=connections.c.catalog_version + 1, updated_at=time.time())
+        )
+        key = and_(tool_pins.c.account == account, tool_pins.c.tool == tool)
+        found = (await conn.execute(select(tool_pins).where(key))).first()
+        pin = _pin(found) if found is not None else None
+        if not bumped.rowcount or pin is None or not pin.held:
+            return None
+        if expected is not None and expected != pin.offered_sha256:
+            return None
+        if verdict == "accept":
+            values = {"accepted": pin.offered, "accepted_sha256": pin.offered_sha256}
+            values |= {"offered": None, "offered_sha256": None, "rejected_sha256": None, "changed_at": None}
+        else:
+            values = {"rejected_sha256": pin.offered_sha256}
+        await conn.execute(update(tool_pins).where(key).values(**values))
+        await conn.execute(insert(audit).values(**audit_row))
+        await announce(conn, CATALOG)
+    return pin
