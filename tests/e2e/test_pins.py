@@ -68,7 +68,9 @@ class Upstream:
 
     async def connect(self, gw: Gateway, name: str = "crm", **options: Any) -> None:
         env = {"FIXTURE_STATE_FILE": str(self.state)}
-        row = await add_connection(gw, name, connector="CRM", command=FIXTURE, env=env, **options)
+        row = await add_connection(
+            gw, name, connector="CRM", command=FIXTURE, env=env, actor=OPERATOR, **options
+        )
         assert row.status == "active", row.reason
 
 
