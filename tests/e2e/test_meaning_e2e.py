@@ -23,7 +23,7 @@ from tests.e2e.inprocess import open_gateway, owner_token, serve, settings_for
 from tests.e2e.mcpclient import connect, gateway_payload
 from tests.e2e.org import names_of, organization
 from tests.fixtures.giant_tool import GIANT_TOOL_NAME
-from toolcrib.gateway import restrictions
+from toolcrib.gateway import members, restrictions
 from toolcrib.gateway.connections import add_connection
 from toolcrib.gateway.identity import authenticate
 from toolcrib.gateway.search import search_tools
@@ -157,7 +157,8 @@ async def test_r4_9_cards_are_built_at_sync_not_per_search(tmp_path: Path, fixtu
             assert f"desk__{GIANT_TOOL_NAME}" in names_of(found)
         assert org.gw.cards.built == built
         # A frozen parameter changes the card: built once, for that tool only, then cached.
-        await restrictions.set_frozen(org.gw, "desk", "create_ticket", "priority", "high")
+        operator = await members.operator_principal(org.gw)
+        await restrictions.set_frozen(org.gw, operator, "desk", "create_ticket", "priority", "high")
         for _ in range(2):
             found = await org.search(org.owner, "create a support ticket")
             card = next(c for c in found["results"] if c["name"] == "desk__create_ticket")
