@@ -36,6 +36,8 @@ from tests.conftest import (
     wait_http,
 )
 from tests.e2e.mcpclient import connect, gateway_payload, payload
+from tests.e2e.org import organization
+from toolcrib.gateway import approvals, members, restrictions
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio, pytest.mark.timeout(600)]  # a busy machine
 
@@ -215,7 +217,7 @@ async def test_r9_2_a_member_cannot_read_the_frozen_list(served: Served) -> None
 
 
 def test_r9_2_the_database_and_the_log_hold_no_plain_copy(served: Served) -> None:
-    """Last in the module: it stops the gateway, so its log is flushed."""
+    """The last test of the served gateway: it stops it, so its log is flushed."""
     served.gateway.stop()
     files = [p for p in served.db.parent.iterdir() if p.name.startswith(served.db.name)]
     assert files
@@ -226,3 +228,40 @@ def test_r9_2_the_database_and_the_log_hold_no_plain_copy(served: Served) -> Non
     log = served.db.with_suffix(".log")
     assert log.exists()
     _absent(log.read_text())
+
+
+# --- in-process: what a call answers about a secret value it could not send -----------------------
+
+
+async def test_r9_2_a_secret_value_failing_the_schema_is_not_quoted_in_invalid_arguments(
+    tmp_path: Path, fixture_http: Process
+) -> None:
+    async with organization(tmp_path, fixture_http) as org:
+        operator = await members.operator_principal(org.gw)
+        await restrictions.set_frozen(org.gw, operator, "desk", "add_numbers", "a", API_KEY, secret=True)
+        mia = await org.token("mia")
+        refused = gateway_payload(await org.execute(mia, "desk__add_numbers", {"b": 1}))["error"]
+        assert refused["code"] == "invalid_arguments"
+        assert [e["pointer"] for e in refused["errors"]] == ["/a"]
+        _absent(json.dumps(refused))
+        # Not secret, the same value is quoted as before (the schema's message names it).
+        await restrictions.set_frozen(org.gw, operator, "desk", "add_numbers", "a", API_KEY, secret=False)
+        quoted = gateway_payload(await org.execute(mia, "desk__add_numbers", {"b": 1}))["error"]
+        assert API_KEY in json.dumps(quoted)
+
+
+async def test_r9_2_an_approval_shows_a_secret_value_redacted_to_the_member_and_the_approver(
+    tmp_path: Path, fixture_http: Process
+) -> None:
+    async with organization(tmp_path, fixture_http) as org:
+        operator = await members.operator_principal(org.gw)
+        await approvals.set_approval_rule(org.gw, "write", actor=operator)
+        await restrictions.set_frozen(
+            org.gw, operator, "desk", "echo_message", "message", API_KEY, secret=True
+        )
+        mia = await org.token("mia")
+        held = gateway_payload(await org.execute(mia, "desk__echo_message", {"count": 2}))["error"]
+        assert held["code"] == "approval_required"
+        _absent(json.dumps(held))
+        details = await approvals.approval_details(org.gw, held["approval_id"], operator)
+        assert details["arguments"] == {"message": "[REDACTED]", "count": 2}
