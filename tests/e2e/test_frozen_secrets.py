@@ -233,6 +233,7 @@ def test_r9_2_the_database_and_the_log_hold_no_plain_copy(served: Served) -> Non
 # --- in-process: what a call answers about a secret value it could not send -----------------------
 
 
+@pytest.mark.usefixtures("on_each_store")  # the sealed row written and read back on both stores
 async def test_r9_2_a_secret_value_failing_the_schema_is_not_quoted_in_invalid_arguments(
     tmp_path: Path, fixture_http: Process
 ) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from sqlalchemy import delete, insert, select
+from sqlalchemy import delete, insert, null, select
 
 from toolcrib.store.database import Database
 from toolcrib.store.notify import POLICY, announce
@@ -43,7 +43,7 @@ async def set_frozen(
             delete(frozen).where(frozen.c.account == account, frozen.c.tool == tool, frozen.c.param == param)
         )
         secret = sealed is not None
-        row = {"value": None if secret else value, "secret": secret, "sealed": sealed}
+        row = {"value": null() if secret else value, "secret": secret, "sealed": sealed}
         await conn.execute(insert(frozen).values(account=account, tool=tool, param=param, **row))
         await announce(conn, POLICY)
 
