@@ -23,7 +23,7 @@ from typing import Any
 import httpx2
 import pytest
 
-from tests.admin.console import sign_in
+from tests.admin.console import console, sign_in
 from tests.conftest import (
     FIXTURE_SERVER,
     ROOT,
@@ -266,3 +266,22 @@ async def test_r9_2_an_approval_shows_a_secret_value_redacted_to_the_member_and_
         _absent(json.dumps(held))
         details = await approvals.approval_details(org.gw, held["approval_id"], operator)
         assert details["arguments"] == {"message": "[REDACTED]", "count": 2}
+
+
+async def test_r9_2_the_console_freezes_a_value_as_secret_and_shows_it_only_as_set(
+    tmp_path: Path, fixture_http: Process
+) -> None:
+    async with organization(tmp_path, fixture_http) as org, console(org.gw) as c:
+        http, csrf = await c.signed_in(org.owner)
+        form = {"csrf": csrf, "tool": "desk__echo_message", "param": "message", "value": json.dumps(API_KEY)}
+        posted = await http.post("/admin/frozen/set", data={**form, "secret": "yes"})
+        assert posted.status_code == 303
+        operator = await members.operator_principal(org.gw)
+        listed = await restrictions.list_frozen(org.gw, operator)
+        assert [(r["param"], r["secret"]) for r in listed] == [("message", True)]
+        page = await http.get("/admin/frozen")
+        assert "secret, set" in page.text
+        _absent(page.text)
+        # "not secret" keeps a credential-like value readable, as --no-secret does.
+        await http.post("/admin/frozen/set", data={**form, "secret": "no"})
+        assert [r.get("value") for r in await restrictions.list_frozen(org.gw, operator)] == [API_KEY]
