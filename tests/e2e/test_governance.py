@@ -214,9 +214,7 @@ async def test_r9_1_frozen_required_field_counts_as_supplied(tmp_path: Path, fix
     async with organization(tmp_path, fixture_http) as org:
         mia = await org.token("mia")
         assert error_code(await org.execute(mia, "desk__echo_message", {})) == "needs_input"
-        await restrictions.set_frozen(
-            org.gw, "desk", "echo_message", "message", "from the admin", actor=OPERATOR
-        )
+        await restrictions.set_frozen(org.gw, OPERATOR, "desk", "echo_message", "message", "from the admin")
         result = payload(await org.execute(mia, "desk__echo_message", {}))
         assert result["received"] == {"message": "from the admin"}
         card = next(c for c in (await org.search(mia, "echo a message back"))["results"])

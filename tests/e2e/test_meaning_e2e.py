@@ -158,7 +158,7 @@ async def test_r4_9_cards_are_built_at_sync_not_per_search(tmp_path: Path, fixtu
             assert f"desk__{GIANT_TOOL_NAME}" in names_of(found)
         assert org.gw.cards.built == built
         # A frozen parameter changes the card: built once, for that tool only, then cached.
-        await restrictions.set_frozen(org.gw, "desk", "create_ticket", "priority", "high", actor=OPERATOR)
+        await restrictions.set_frozen(org.gw, OPERATOR, "desk", "create_ticket", "priority", "high")
         for _ in range(2):
             found = await org.search(org.owner, "create a support ticket")
             card = next(c for c in found["results"] if c["name"] == "desk__create_ticket")

@@ -427,20 +427,34 @@ def restrictions_explain(
 
 @frozen_app.command("set")
 def frozen_set(
-    account: str, tool: str, param: str, json_value: str, database: str | None = DatabaseOption
+    account: str,
+    tool: str,
+    param: str,
+    json_value: str,
+    secret: bool | None = typer.Option(
+        None,
+        "--secret/--no-secret",
+        help="Keep the value secret: sealed, never shown again, redacted from results. "
+        "Default: secret when PARAM's name says credential (key, token, password, ...).",
+    ),
+    database: str | None = DatabaseOption,
 ) -> None:
     """Freeze PARAM of ACCOUNT's TOOL to JSON_VALUE."""
     from toolcrib.gateway import restrictions
 
-    _check("frozen", "set", account=account, tool=tool, param=param, value=json_value)
+    _check("frozen", "set", account=account, tool=tool, param=param, value=json_value, secret=secret)
     try:
         value = json.loads(json_value)
     except (ValueError, RecursionError):
         fail(
             InvalidArguments("`value` must be JSON text", [{"pointer": "/value", "message": "not JSON text"}])
         )
-    run_as_operator(database, lambda gw, op: restrictions.set_frozen(gw, account, tool, param, value, op))
-    console.print(f"froze {account}__{tool}.{param}")
+
+    async def work(gw: Gateway, op: Principal) -> bool:
+        return await restrictions.set_frozen(gw, op, account, tool, param, value, secret)
+
+    kept_secret = run_as_operator(database, work)
+    console.print(f"froze {account}__{tool}.{param}" + (" (secret)" if kept_secret else ""))
 
 
 @frozen_app.command("unset")
@@ -449,20 +463,27 @@ def frozen_unset(account: str, tool: str, param: str, database: str | None = Dat
     from toolcrib.gateway import restrictions
 
     _check("frozen", "unset", account=account, tool=tool, param=param)
-    run_as_operator(database, lambda gw, op: restrictions.unset_frozen(gw, account, tool, param, op))
+
+    async def work(gw: Gateway, op: Principal) -> None:
+        await restrictions.unset_frozen(gw, op, account, tool, param)
+
+    run_as_operator(database, work)
     console.print(f"unfroze {account}__{tool}.{param}")
 
 
 @frozen_app.command("list")
 def frozen_list(database: str | None = DatabaseOption, as_json: bool = JsonOption) -> None:
-    """Every frozen parameter."""
+    """Every frozen parameter; a secret one shows as "secret, set", never its value."""
     from toolcrib.gateway import restrictions
+    from toolcrib.policy.frozen import SECRET_SHOWN
 
-    emit(
-        run_as_operator(database, restrictions.list_frozen),
-        as_json,
-        columns=["account", "tool", "param", "value"],
-    )
+    async def work(gw: Gateway, op: Principal) -> list[dict[str, Any]]:
+        return await restrictions.list_frozen(gw, op)
+
+    rows = run_as_operator(database, work)
+    if not as_json:
+        rows = [{**r, "value": SECRET_SHOWN if r["secret"] else r["value"]} for r in rows]
+    emit(rows, as_json, columns=["account", "tool", "param", "value"])
 
 
 @tools_app.command("list")

@@ -68,8 +68,12 @@ async def settle(
     risk: str,
     exact: dict[str, Any],
     interaction: Interaction,
+    shown: dict[str, Any] | None = None,
 ) -> str | None:
     """The approval step: None when no rule asks for one, else who approved this call.
+
+    The approval is bound to ``exact``; the member asked and whoever may approve read ``shown``
+    (``exact`` with secret frozen values redacted, R-9.2), which is also what is kept sealed.
 
     Raises ``approval_required`` (nobody could be asked now), ``approval_declined``, or
     :class:`AskLater` (the MCP face asks and the client calls again with the answer).
@@ -81,6 +85,7 @@ async def settle(
     if interaction.answer is not None:
         return await _answered(gw, principal, operation, digest, *interaction.answer)
     now = gw.clock()
+    seen = exact if shown is None else shown
     approver = await store.consume(gw.db, principal.member, operation, digest, now)
     if approver is not None:
         return approver
@@ -93,10 +98,10 @@ async def settle(
         approved_by=None,
         created_at=now,
         expires_at=now + gw.settings.approval_ttl_seconds,
-        arguments=gw.box.seal(exact),
+        arguments=gw.box.seal(seen),
     )
     await store.insert_approval(gw.db, approval)
-    prompt = ApprovalPrompt(approval.id, principal.member, operation, account, exact)
+    prompt = ApprovalPrompt(approval.id, principal.member, operation, account, seen)
     if interaction.ask is not None:
         return await _answered(gw, principal, operation, digest, approval.id, await interaction.ask(prompt))
     if interaction.ask_later:

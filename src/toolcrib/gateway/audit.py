@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from toolcrib.gateway.core import Gateway
+from toolcrib.gateway.shaping import MIN_SECRET_LENGTH
 from toolcrib.policy.gates import Principal, require_operation
 from toolcrib.store import audit as store
 from toolcrib.store.audit import AuditEntry, AuditFilter
@@ -16,10 +17,16 @@ __all__ = ["export_audit", "record_admin_act", "search_audit", "target_id"]
 _TARGET_MAX = 200
 
 
-def target_id(arguments: Mapping[str, Any]) -> str | None:
+def target_id(
+    arguments: Mapping[str, Any], *, secret: Collection[str] = (), secrets: Collection[str] = ()
+) -> str | None:
     """The value of the one argument naming the object: ``id``, ``*_id``, ``path``, ``uri``, ``url``,
-    ``key``, ``name``, in that order of preference, cut to 200 characters. Nothing else is logged."""
-    keys = sorted(arguments)
+    ``key``, ``name``, in that order of preference, cut to 200 characters. Nothing else is logged.
+
+    Never a secret (R-9.2): an argument in ``secret`` (a parameter frozen as secret) is passed
+    over, and so is any value holding one of ``secrets`` (the texts of the call's secret values),
+    whatever its name; the next preference is taken instead."""
+    keys = sorted(k for k in arguments if k not in secret)
     lowered = {k: k.lower() for k in keys}
     for preference in ("id", "*_id", "path", "uri", "url", "key", "name"):
         for key in keys:
@@ -27,8 +34,14 @@ def target_id(arguments: Mapping[str, Any]) -> str | None:
             hit = name.endswith("_id") if preference == "*_id" else name == preference
             value = arguments[key]
             if hit and isinstance(value, str | int) and not isinstance(value, bool):
-                return str(value)[:_TARGET_MAX]
+                text = str(value)
+                if not _holds_secret(text, secrets):
+                    return text[:_TARGET_MAX]
     return None
+
+
+def _holds_secret(text: str, secrets: Collection[str]) -> bool:
+    return any(s and (s == text or (len(s) >= MIN_SECRET_LENGTH and s in text)) for s in secrets)
 
 
 async def open_entry(

@@ -42,6 +42,7 @@ __all__ = [
     "oauth_option",
     "refresh_connection",
     "remove_connection",
+    "secrets_of",
     "sync_connection",
     "update_connection",
 ]
@@ -261,7 +262,14 @@ def _spec(gw: Gateway, row: ConnectionRow, member: str) -> UpstreamSpec:
         headers=dict(secrets.get("headers") or {}),
         oauth=oauth.binding_of(gw, row, member),
     )
-    return replace(spec, scrub=lambda text: redact_text(text, spec.secret_values()))  # OAuth's tokens change
+    # Read at each use: OAuth's tokens change, and so do the secret frozen values (R-9.2).
+    return replace(spec, scrub=lambda text: redact_text(text, secrets_of(gw, spec)))
+
+
+def secrets_of(gw: Gateway, spec: UpstreamSpec) -> list[str]:
+    """What is redacted from a connection's results and free text (R-12.2, R-13.3): its own
+    credentials and the secret values frozen on its tools (R-9.2), as the gateway holds them now."""
+    return [*spec.secret_values(), *gw.frozen_secrets(spec.name)]
 
 
 async def sync_connection(gw: Gateway, name: str) -> ConnectionRow:

@@ -233,7 +233,7 @@ async def _r_explain(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
     "frozen",
     "set",
     "Freeze a param (JSON).",
-    "account tool param value",
+    "account tool param value secret:boolean",
     "account tool param value",
 )
 async def _f_set(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
@@ -243,14 +243,19 @@ async def _f_set(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
         raise InvalidArguments(
             "`value` must be JSON text", [{"pointer": "/value", "message": "not JSON text"}]
         ) from exc
-    await restrictions.set_frozen(gw, a["account"], a["tool"], a["param"], value, p)
-    return {"frozen": f"{a['account']}__{a['tool']}.{a['param']}"}
+    secret = await restrictions.set_frozen(gw, p, a["account"], a["tool"], a["param"], value, a.get("secret"))
+    return {"frozen": f"{a['account']}__{a['tool']}.{a['param']}", "secret": secret}
 
 
 @_op("frozen", "unset", "Unfreeze a param.", "account tool param", "account tool param")
 async def _f_unset(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
-    await restrictions.unset_frozen(gw, a["account"], a["tool"], a["param"], p)
+    await restrictions.unset_frozen(gw, p, a["account"], a["tool"], a["param"])
     return {"unfrozen": f"{a['account']}__{a['tool']}.{a['param']}"}
+
+
+@_op("frozen", "list", "Frozen params.")
+async def _f_list(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
+    return await restrictions.list_frozen(gw, p)
 
 
 @_op(

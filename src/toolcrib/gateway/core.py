@@ -30,6 +30,7 @@ from toolcrib.gateway.cards import CardCache
 from toolcrib.gateway.meaning import LiveIndex, Meaning, load_meaning
 from toolcrib.policy.approvals import ApprovalRule
 from toolcrib.policy.classify import classify
+from toolcrib.policy.frozen import FrozenValues, load_frozen
 from toolcrib.policy.rules import Rule
 from toolcrib.search.index import SearchDoc
 from toolcrib.search.semantic import Encoder
@@ -72,12 +73,21 @@ class PolicySnapshot:
 
     rules: tuple[Rule, ...] = ()
     overrides: dict[tuple[str, str], str] = field(default_factory=dict)
-    frozen: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    frozen_values: FrozenValues = field(default_factory=FrozenValues)
+    """Secret ones unsealed once, at load (R-9.2): a call merges them with no unsealing of its own."""
     loaded_at: float = 0.0
     approval_rules: tuple[ApprovalRule, ...] = ()
 
     def frozen_for(self, account: str, tool: str) -> dict[str, Any]:
-        return self.frozen.get((account, tool), {})
+        return self.frozen_values.values.get((account, tool), {})
+
+    def secret_params(self, account: str, tool: str) -> frozenset[str]:
+        """The frozen fields of ``tool`` whose values are secret (R-9.2)."""
+        return self.frozen_values.secret_params.get((account, tool), frozenset())
+
+    def frozen_secrets(self, account: str) -> tuple[str, ...]:
+        """The texts of ``account``'s secret frozen values: redacted like its own secrets (R-9.2)."""
+        return self.frozen_values.secrets.get(account, ())
 
 
 class Gateway:
@@ -428,9 +438,7 @@ class Gateway:
             for r in await policy_store.list_restrictions(self.db)
         )
         overrides = {(o["account"], o["tool"]): o["risk"] for o in await policy_store.list_overrides(self.db)}
-        frozen: dict[tuple[str, str], dict[str, Any]] = {}
-        for f in await policy_store.list_frozen(self.db):
-            frozen.setdefault((f["account"], f["tool"]), {})[f["param"]] = f["value"]
+        frozen = load_frozen(await policy_store.list_frozen(self.db), self.box.open)
         approval_rules = tuple(
             ApprovalRule(r["id"], r["classification"], r["account"], r["role"])
             for r in await approval_store.list_rules(self.db)
@@ -438,6 +446,11 @@ class Gateway:
         self._policy = PolicySnapshot(
             rules, overrides, frozen, loaded_at=self.clock() or 1e-9, approval_rules=approval_rules
         )
+
+    def frozen_secrets(self, account: str) -> tuple[str, ...]:
+        """The texts of ``account``'s secret frozen values in the policy as held now (no reload):
+        the redaction of the connection's free text reads them at each use (R-9.2, R-13.3)."""
+        return self._policy.frozen_secrets(account)
 
     def risk_of(self, policy: PolicySnapshot, stored: StoredTool) -> str:
         """The classification of a tool (R-7.4), the admin override winning."""

@@ -26,7 +26,8 @@ from toolcrib.errors import (
     UpstreamTimeout,
 )
 from toolcrib.gateway import approvals, audit, reach
-from toolcrib.gateway.connections import shown_reason, spec_of
+from toolcrib.gateway.call_secrets import CallSecrets, redacting_relay
+from toolcrib.gateway.connections import secrets_of, shown_reason, spec_of
 from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.handles import resolve_handle
 from toolcrib.gateway.interaction import Interaction
@@ -44,6 +45,7 @@ from toolcrib.policy.gates import (
 from toolcrib.policy.restrictions import Decision
 from toolcrib.store.audit import AuditEntry
 from toolcrib.store.connections import ConnectionRow, StoredTool
+from toolcrib.upstream.relay import CallRelay
 from toolcrib.upstream.session import UpstreamSpec
 
 __all__ = ["execute_tool"]
@@ -93,14 +95,16 @@ async def execute_tool(
     require_allowed(_decide(principal, row, record.name, policy.rules, "execute"), record.public_name)
     require_scope_for(principal, risk)
     frozen = policy.frozen_for(row.name, record.name)
+    hidden = CallSecrets(policy.secret_params(row.name, record.name), policy.frozen_secrets(row.name))
     # 9. aliases back to provider names; 10. frozen values merged over; 11. required; 12. JSON Schema
     exact = map_arguments(record, dict(arguments or {}), frozen=frozen.keys())
     exact = merge_frozen(exact, frozen)
     check_required(record, exact)
-    validate_arguments(record, exact)
+    _validate(record, exact, hidden)
     # 12a. the approval step, where a rule asks for one (#14): who approved, or an in-band answer;
     #      before the final check, so a wait for the member's answer is checked again after it
-    approver = await _approval(gw, principal, row, record, risk, exact, interaction)
+    target = audit.target_id(exact, secret=hidden.params, secrets=hidden.texts)  # never a secret (R-9.2)
+    approver = await _approval(gw, principal, row, record, risk, exact, hidden, target, interaction)
     # 13. the final outbound check: the resolver again, and the connection still active
     row, stored = _locate(gw, record.public_name)
     require_allowed(
@@ -108,18 +112,30 @@ async def execute_tool(
     )
     # 14. tools/call upstream with a timeout; 15. the audit entry, opened before and closed after
     spec = spec_of(gw, row, principal.member)  # a per-member OAuth connection: the caller's own grant
-    call = _call_audited(gw, principal, row, record, risk, exact, spec, approver, interaction)
+    secrets = [*secrets_of(gw, spec), *hidden.texts]  # the values this call sent, even if changed since
+    relay = redacting_relay(interaction.relay, secrets)
+    call = _call_audited(gw, principal, row, record, risk, exact, spec, approver, target, relay)
     raw = await traced("upstream_call", principal.member, record.public_name, call)
-    # 16. shape: redaction, then caps
+    # 16. shape: redaction (the connection's secrets and its secret frozen values), then caps
     return await shape_and_store(
         gw,
         principal,
         raw,
-        secrets=spec.secret_values(),
+        secrets=secrets,
         operation=record.public_name,
         account=row.name,
         connector=row.connector,
     )
+
+
+def _validate(record: ExactRecord, exact: dict[str, Any], hidden: CallSecrets) -> None:
+    """Step 12; an answer about a secret frozen value does not quote it (R-9.2)."""
+    try:
+        validate_arguments(record, exact)
+    except InvalidArguments as exc:
+        if not hidden.params:
+            raise
+        raise hidden.invalid(exc, record) from None  # the original quotes the value: not chained
 
 
 async def _call_audited(
@@ -131,7 +147,8 @@ async def _call_audited(
     exact: dict[str, Any],
     spec: UpstreamSpec,
     approver: str | None,
-    interaction: Interaction,
+    target: str | None,
+    relay: CallRelay | None,
 ) -> dict[str, Any]:
     """Steps 14 and 15: the row is durable before the call and closed after it (R-11.1).
 
@@ -141,10 +158,10 @@ async def _call_audited(
     that cuts the call off closes it ``unknown``, and a process killed mid-call leaves it
     ``pending``, read as ``unknown`` at the next start.
     """
-    entry = await _open_row(gw, principal, row, record, risk, exact, approved_by=approver)
+    entry = await _open_row(gw, principal, row, record, risk, target, approved_by=approver)
     try:
         session = gw.upstreams.session(spec)
-        raw = await session.call_tool(record.name, exact, interaction.relay)
+        raw = await session.call_tool(record.name, exact, relay)
     except InBandError as exc:
         outcome = "timeout" if isinstance(exc, UpstreamTimeout) else "error"
         await audit.close_entry(gw, entry, outcome=outcome, error_code=exc.code)
@@ -173,7 +190,7 @@ async def _open_row(
     row: ConnectionRow,
     record: ExactRecord,
     risk: str,
-    exact: dict[str, Any],
+    target: str | None,
     *,
     approved: bool = True,
     approved_by: str | None = None,
@@ -186,7 +203,7 @@ async def _open_row(
         connector=row.connector,
         operation=record.public_name,
         risk=risk,
-        target=audit.target_id(exact),
+        target=target,
         approved=approved,
         approved_by=approved_by,
     )
@@ -199,9 +216,12 @@ async def _approval(
     record: ExactRecord,
     risk: str,
     exact: dict[str, Any],
+    hidden: CallSecrets,
+    target: str | None,
     interaction: Interaction,
 ) -> str | None:
-    """Step 12a; a declined or deferred call is audited (not approved, with its code) and answered."""
+    """Step 12a; a declined or deferred call is audited (not approved, with its code) and answered.
+    Who is asked, and who may approve, reads the arguments with the secret values redacted."""
     try:
         return await approvals.settle(
             gw,
@@ -210,15 +230,16 @@ async def _approval(
             operation=record.public_name,
             risk=risk,
             exact=exact,
+            shown=hidden.shown(exact),
             interaction=interaction,
         )
     except (ApprovalDeclined, ApprovalRequired) as exc:
-        entry = await _open_row(gw, principal, row, record, risk, exact, approved=False)
+        entry = await _open_row(gw, principal, row, record, risk, target, approved=False)
         await audit.close_entry(gw, entry, outcome="error", error_code=exc.code)
         raise
     except anyio.get_cancelled_exc_class():  # cancelled while the member was being asked
         with anyio.CancelScope(shield=True):
-            entry = await _open_row(gw, principal, row, record, risk, exact, approved=False)
+            entry = await _open_row(gw, principal, row, record, risk, target, approved=False)
             await audit.close_entry(gw, entry, outcome="cancelled", error_code=None)
         raise
 

@@ -8,6 +8,7 @@ from typing import Any
 from toolcrib.auth.tokens import new_rule_id
 from toolcrib.errors import ConfigError, NotFound
 from toolcrib.gateway.core import Gateway
+from toolcrib.policy.frozen import frozen_view, is_secret
 from toolcrib.policy.gates import Principal, require_operation
 from toolcrib.policy.restrictions import explain
 from toolcrib.policy.rules import Rule, describe_rule, validate_rule
@@ -93,28 +94,45 @@ def _tool_of(gw: Gateway, account: str, tool: str) -> None:
         raise NotFound(f"connection {account!r} has no tool {tool!r}")
 
 
-async def set_frozen(gw: Gateway, account: str, tool: str, param: str, value: Any, actor: Principal) -> None:
-    """Freeze a provider parameter to a JSON value (R-9.1)."""
-    require_operation(actor, "connections:write", "set")
+async def set_frozen(
+    gw: Gateway,
+    principal: Principal,
+    account: str,
+    tool: str,
+    param: str,
+    value: Any,
+    secret: bool | None = None,
+) -> bool:
+    """Freeze a provider parameter to a JSON value (R-9.1); whether it was kept secret.
+
+    Secret (R-9.2) when ``secret`` says so, and by default when the parameter's name says
+    credential (:func:`toolcrib.policy.frozen.says_credential`); ``secret=False`` keeps a value
+    such as a ``sort_key`` readable. A secret value is sealed with the connection secrets' key and
+    never read back on any face."""
+    require_operation(principal, "connections:write", "set")
     _tool_of(gw, account, tool)
     properties = gw.catalogs[account][tool].record.input_schema.get("properties") or {}
     if param not in properties:
         raise ConfigError(f"{account}__{tool} has no parameter {param!r}")
-    await store.set_frozen(gw.db, account, tool, param, value)
+    hidden = is_secret(param, secret)
+    sealed = gw.box.seal(value) if hidden else None
+    await store.set_frozen(gw.db, account, tool, param, value=value, sealed=sealed)
     await gw.reload_policy()
+    return hidden
 
 
-async def unset_frozen(gw: Gateway, account: str, tool: str, param: str, actor: Principal) -> None:
-    require_operation(actor, "connections:write", "unset")
+async def unset_frozen(gw: Gateway, principal: Principal, account: str, tool: str, param: str) -> None:
+    require_operation(principal, "connections:write", "unset")
     if not await store.unset_frozen(gw.db, account, tool, param):
         raise NotFound(f"{account}__{tool}.{param} is not frozen")
     await gw.reload_policy()
 
 
-async def list_frozen(gw: Gateway, actor: Principal) -> list[dict[str, Any]]:
-    """Frozen values are a connection's configuration: read by who may change it."""
-    require_operation(actor, "connections:write", "list")
-    return await store.list_frozen(gw.db)
+async def list_frozen(gw: Gateway, principal: Principal) -> list[dict[str, Any]]:
+    """Every frozen parameter, for who may change connections (``connections:write``: frozen values
+    are a connection's configuration); a secret one says it is secret and set, never its value."""
+    require_operation(principal, "connections:write", "list")
+    return [frozen_view(row) for row in await store.list_frozen(gw.db)]
 
 
 async def classify_tool(gw: Gateway, account: str, tool: str, risk: str, actor: Principal) -> None:

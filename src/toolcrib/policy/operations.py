@@ -2,7 +2,8 @@
 
 The scope comes from the operation's own classification (:func:`classify_operation`); this table
 gives the permission. Grants fall under ``members:*`` (a grant is a member's credential) and
-frozen parameters under ``connections:write`` (they are part of a connection's configuration);
+frozen parameters under ``connections:write``, listing them too (they are part of a connection's
+configuration, and only who may change it reads it);
 approval rules and approving a waiting call under ``restrictions:write`` (like a restriction, an
 approval decides whether a call may run); reviewing a changed tool (R-13.4) under
 ``connections:write`` (a tool's accepted definition is part of its connection's configuration).
@@ -26,7 +27,7 @@ OPERATIONS: dict[tuple[str, str], str] = {
     **{("grants", op): "members:write" for op in ("create", "revoke")},
     **{("restrictions", op): "restrictions:read" for op in ("list", "explain")},
     **{("restrictions", op): "restrictions:write" for op in ("create", "delete")},
-    **{("frozen", op): "connections:write" for op in ("set", "unset")},
+    **{("frozen", op): "connections:write" for op in ("set", "unset", "list")},
     **{("approvals", op): "restrictions:write" for op in ("set", "approve")},
     ("audit", "search"): "audit:read",
     ("results", "read"): "tool:execute",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from sqlalchemy import delete, insert, select
+from sqlalchemy import delete, insert, null, select
 
 from toolcrib.store.database import Database
 from toolcrib.store.notify import POLICY, announce
@@ -33,12 +33,18 @@ async def delete_restriction(db: Database, rule_id: str) -> bool:
     return bool(result.rowcount)
 
 
-async def set_frozen(db: Database, account: str, tool: str, param: str, value: Any) -> None:
+async def set_frozen(
+    db: Database, account: str, tool: str, param: str, *, value: Any = None, sealed: str | None = None
+) -> None:
+    """Freeze ``param`` to ``value``, or, secret (R-9.2), to the value ``sealed`` holds: a secret
+    row keeps ``value`` NULL, so its plain text is never written."""
     async with db.begin() as conn:
         await conn.execute(
             delete(frozen).where(frozen.c.account == account, frozen.c.tool == tool, frozen.c.param == param)
         )
-        await conn.execute(insert(frozen).values(account=account, tool=tool, param=param, value=value))
+        secret = sealed is not None
+        row = {"value": null() if secret else value, "secret": secret, "sealed": sealed}
+        await conn.execute(insert(frozen).values(account=account, tool=tool, param=param, **row))
         await announce(conn, POLICY)
 
 
@@ -52,6 +58,7 @@ async def unset_frozen(db: Database, account: str, tool: str, param: str) -> boo
 
 
 async def list_frozen(db: Database) -> list[dict[str, Any]]:
+    """Every row, a secret one with its ``secret`` flag and ``sealed`` text (the gateway unseals)."""
     async with db.begin() as conn:
         rows = (
             await conn.execute(select(frozen).order_by(frozen.c.account, frozen.c.tool, frozen.c.param))

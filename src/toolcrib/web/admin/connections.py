@@ -10,7 +10,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from toolcrib.errors import InBandError, InvalidArguments
-from toolcrib.gateway import restrictions, tools
+from toolcrib.gateway import tools
 from toolcrib.gateway.search import visibility_of
 from toolcrib.policy.roles import has_permission
 from toolcrib.web.admin.handlers import Ctx, action, builder, done, error_view, page, text
@@ -79,7 +79,7 @@ async def _delete(ctx: Ctx, form: FormData) -> Response:
 
 @builder("frozen")
 async def frozen_page(ctx: Ctx, *, error: InBandError | None = None, status: int = 200) -> Response:
-    rows = await restrictions.list_frozen(ctx.gw, ctx.principal)
+    rows: list[dict[str, Any]] = await ctx.op("frozen__list")  # a secret value is not in it
     reachable = {r["name"] for r in await ctx.op("connections__list")}
     names = [t["name"] for t in await tools.list_tools(ctx.gw, ctx.principal) if t["connection"] in reachable]
     return ctx.page(
@@ -93,7 +93,15 @@ async def frozen_page(ctx: Ctx, *, error: InBandError | None = None, status: int
 
 async def _freeze(ctx: Ctx, form: FormData) -> Response:
     account, _, tool = (text(form, "tool") or "").partition("__")
-    args = {"account": account, "tool": tool, "param": text(form, "param") or "", "value": form.get("value")}
+    args: dict[str, Any] = {
+        "account": account,
+        "tool": tool,
+        "param": text(form, "param") or "",
+        "value": form.get("value"),
+    }
+    choice = text(form, "secret")  # "" (by the parameter's name), "yes" or "no"
+    if choice in ("yes", "no"):
+        args["secret"] = choice == "yes"
     await ctx.op("frozen__set", args)
     return done("frozen", "frozen_set")
 
