@@ -1,0 +1,106 @@
+"""The sign-in session of the ``/auth`` pages (consent, and the identity provider's callback).
+
+The cookie holds the token of a short-lived grant of kind ``session`` (8 h, minted by
+:func:`toolcrib.gateway.grants.new_session_grant`), sealed with the gateway's key like the
+console's cookie, with a CSRF nonce and the time it was issued. It is ``HttpOnly``,
+``SameSite=Lax`` (the person arrives at ``/authorize`` from the client's site, a top-level
+navigation), limited to ``/auth`` and ``Secure`` over https. The grant is authenticated again on
+every request (R-7.6): revoking it, or suspending its member, ends the session at once. A session
+grant is never a bearer token on ``/mcp`` or ``/api`` (``authenticate(..., session=True)`` only).
+
+Whoever signs a person in (the personal-token form here, the OpenID Provider's callback) ends by::
+
+    token = await new_session_grant(gw, member)
+    sign_in(response, request, gw, token)
+"""
+
+from __future__ import annotations
+
+from urllib.parse import quote, urlsplit
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from toolcrib.errors import ConfigError, Unauthenticated
+from toolcrib.gateway.core import Gateway
+from toolcrib.gateway.identity import authenticate
+from toolcrib.policy.gates import Principal
+
+__all__ = ["COOKIE", "PATH", "login_url", "safe_next", "session_csrf", "sign_in", "sign_out", "signed_in"]
+
+COOKIE = "toolcrib_auth"
+PATH = "/auth"
+MAX_AGE_SECONDS = 8 * 3600
+
+
+def _secure(request: Request) -> bool:
+    public = request.app.state.gateway.settings.public_url or ""
+    return request.url.scheme == "https" or public.startswith("https://")
+
+
+def sign_in(response: Response, request: Request, gw: Gateway, token: str) -> None:
+    """Set the sign-in cookie holding ``token`` (a session grant's token), sealed."""
+    import secrets
+
+    sealed = gw.box.seal({"token": token, "csrf": secrets.token_urlsafe(24), "iat": gw.clock()})
+    response.set_cookie(
+        COOKIE,
+        sealed,
+        max_age=MAX_AGE_SECONDS,
+        path=PATH,
+        secure=_secure(request),
+        httponly=True,
+        samesite="lax",
+    )
+
+
+def sign_out(response: Response, request: Request) -> None:
+    response.delete_cookie(COOKIE, path=PATH, secure=_secure(request), httponly=True, samesite="lax")
+
+
+def _opened(request: Request, gw: Gateway) -> dict[str, object] | None:
+    sealed = request.cookies.get(COOKIE)
+    if not sealed:
+        return None
+    try:
+        data = gw.box.open(sealed)
+    except ConfigError:  # tampered with, or sealed under another key
+        return None
+    if not isinstance(data, dict) or not {"token", "csrf", "iat"} <= data.keys():
+        return None
+    iat = data["iat"]
+    if not isinstance(iat, int | float) or gw.clock() - iat > MAX_AGE_SECONDS:
+        return None
+    return data
+
+
+async def signed_in(request: Request, gw: Gateway) -> Principal | None:
+    """Who is signed in to the ``/auth`` pages, authenticated again now; None when nobody is."""
+    data = _opened(request, gw)
+    if data is None:
+        return None
+    try:
+        return await authenticate(gw, str(data["token"]), session=True)
+    except Unauthenticated:
+        return None
+
+
+def session_csrf(request: Request, gw: Gateway) -> str | None:
+    """The session's CSRF nonce, which every form of the ``/auth`` pages posts back."""
+    data = _opened(request, gw)
+    return str(data["csrf"]) if data is not None else None
+
+
+def safe_next(next_path: str | None, default: str = "/auth/grants") -> str:
+    """``next_path`` when it is a local path of this gateway, else ``default``: no open redirect."""
+    if not next_path or not next_path.startswith("/") or next_path.startswith(("//", "/\\")):
+        return default
+    parts = urlsplit(next_path)
+    if parts.scheme or parts.netloc or any(c in next_path for c in "\r\n\\"):
+        return default
+    return next_path
+
+
+def login_url(next_path: str) -> str:
+    """``/auth/login?next=…``; ``next`` is kept only when it is a local path."""
+    return "/auth/login?next=" + quote(safe_next(next_path), safe="")
