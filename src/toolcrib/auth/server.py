@@ -107,22 +107,31 @@ class ConsentRequest:
 class Provider:
     """The SDK's ``OAuthAuthorizationServerProvider`` over the store."""
 
+    db: Database
+    box: SecretBox
+    clock: Callable[[], float]
+
     def __init__(
         self,
-        db: Database,
-        box: SecretBox,
         *,
         base_url: str,
         access_seconds: int,
         refresh_days: float,
-        clock: Callable[[], float],
         http: Callable[[], httpx2.AsyncClient] | None = None,
     ) -> None:
-        self.db, self.box, self.base_url, self.clock = db, box, base_url, clock
+        self.base_url = base_url
         self._access_seconds = access_seconds
         self._refresh_seconds = refresh_days * 86400
         self._http = http or (lambda: httpx2.AsyncClient(follow_redirects=False))
         self.registering_from: Callable[[], str | None] = lambda: None
+
+    def bind(self, db: Database, box: SecretBox, clock: Callable[[], float]) -> None:
+        """The store, key and clock of the gateway, once it is open (the app's lifespan)."""
+        self.db, self.box, self.clock = db, box, clock
+
+    def use_http(self, http: Callable[[], httpx2.AsyncClient]) -> None:
+        """The HTTP client client-metadata documents are fetched with (R-13.5's guarded one)."""
+        self._http = http
 
     # --- clients --------------------------------------------------------------------------------
 

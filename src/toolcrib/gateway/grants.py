@@ -17,6 +17,7 @@ from toolcrib.gateway.core import Gateway
 from toolcrib.policy.classify import classify_operation
 from toolcrib.policy.gates import Principal, require_operation, require_scope_for
 from toolcrib.policy.roles import has_permission
+from toolcrib.policy.scopes import SCOPES
 from toolcrib.store import members as store
 from toolcrib.store import oauth_server as oauth_store
 from toolcrib.store.members import GrantRow
@@ -97,7 +98,7 @@ async def new_session_grant(gw: Gateway, member: str) -> str:
         member=member,
         kind="session",
         token=token,
-        scopes=frozenset(),
+        scopes=SCOPES,  # the pages act for the person; the grant is no bearer token (identity.py)
         expires_at=gw.clock() + SESSION_SECONDS,
     )
     return token

@@ -26,7 +26,17 @@ from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.identity import authenticate
 from toolcrib.policy.gates import Principal
 
-__all__ = ["COOKIE", "PATH", "login_url", "safe_next", "session_csrf", "sign_in", "sign_out", "signed_in"]
+__all__ = [
+    "COOKIE",
+    "PATH",
+    "form_ok",
+    "login_url",
+    "safe_next",
+    "session_csrf",
+    "sign_in",
+    "sign_out",
+    "signed_in",
+]
 
 COOKIE = "toolcrib_auth"
 PATH = "/auth"
@@ -89,6 +99,13 @@ def session_csrf(request: Request, gw: Gateway) -> str | None:
     """The session's CSRF nonce, which every form of the ``/auth`` pages posts back."""
     data = _opened(request, gw)
     return str(data["csrf"]) if data is not None else None
+
+
+def form_ok(request: Request, gw: Gateway, posted: object) -> bool:
+    """A POST of an ``/auth`` page: from this gateway, carrying the session's CSRF token."""
+    from toolcrib.web.admin.session import csrf_ok, same_origin
+
+    return same_origin(request, gw.settings.allowed_origins) and csrf_ok(session_csrf(request, gw), posted)
 
 
 def safe_next(next_path: str | None, default: str = "/auth/grants") -> str:
