@@ -63,16 +63,20 @@ async def test_r7_7_sdk_client_discovers_registers_consents_and_searches_with_it
         storage = MemoryStorage()
         found = await connect_with_oauth(o, person, storage)
         assert "desk__add_numbers" in names_of(found)
-        assert storage.tokens is not None and storage.tokens.access_token.startswith("tca_")
-        assert storage.client is not None and "Test Client" in person.last_page
+        assert storage.tokens is not None
+        assert storage.tokens.access_token.startswith("tca_")
+        assert storage.client is not None
+        assert "Test Client" in person.last_page
         oauth = [g for g in await grant_rows(o, "alice") if g.kind == "oauth"]
-        assert len(oauth) == 1 and oauth[0].client_id == storage.client.client_id
+        assert len(oauth) == 1
+        assert oauth[0].client_id == storage.client.client_id
         assert set(oauth[0].scopes.split()) == {"mcp:tools", "mcp:read", "mcp:write", "mcp:destructive"}
         async with httpx2.AsyncClient() as http:
             resource = (await http.get(o.base + "/.well-known/oauth-protected-resource/mcp")).json()
             meta = (await http.get(o.base + "/.well-known/oauth-authorization-server")).json()
         assert resource["authorization_servers"] == [o.base]
-        assert meta["issuer"] == o.base and meta["code_challenge_methods_supported"] == ["S256"]
+        assert meta["issuer"] == o.base
+        assert meta["code_challenge_methods_supported"] == ["S256"]
         assert meta["client_id_metadata_document_supported"] is True
 
 
@@ -82,15 +86,18 @@ async def test_r7_7_refresh_rotates_and_a_reused_refresh_token_revokes_the_whole
     async with org(tmp_path, fixture_http) as o:
         storage = MemoryStorage()
         await connect_with_oauth(o, Person(o.base, await o.token("alice")), storage)
-        assert storage.tokens is not None and storage.client is not None
+        assert storage.tokens is not None
+        assert storage.client is not None
         first = storage.tokens.refresh_token or ""
         rotated = await token_post(o.base, grant_type="refresh_token", refresh_token=first, **creds(storage))
         assert rotated.status_code == 200, rotated.text
         second = rotated.json()
-        assert second["refresh_token"] != first and second["access_token"].startswith("tca_")
+        assert second["refresh_token"] != first
+        assert second["access_token"].startswith("tca_")
         assert (await rpc(o.base, second["access_token"], "tools/list", {})).status_code == 200
         reused = await token_post(o.base, grant_type="refresh_token", refresh_token=first, **creds(storage))
-        assert reused.status_code == 400 and reused.json()["error"] == "invalid_grant"
+        assert reused.status_code == 400
+        assert reused.json()["error"] == "invalid_grant"
         # the whole family is gone: the newest refresh token and access token too
         newest = await token_post(
             o.base, grant_type="refresh_token", refresh_token=second["refresh_token"], **creds(storage)
@@ -106,7 +113,8 @@ async def test_r7_7_revoking_either_token_revokes_the_grant(tmp_path: Path, fixt
     async with org(tmp_path, fixture_http) as o:
         storage = MemoryStorage()
         await connect_with_oauth(o, Person(o.base, await o.token("alice")), storage)
-        assert storage.tokens is not None and storage.client is not None
+        assert storage.tokens is not None
+        assert storage.client is not None
         access = storage.tokens.access_token
         async with httpx2.AsyncClient() as http:
             answer = await http.post(o.base + "/revoke", data={"token": access, **creds(storage)})
@@ -127,7 +135,8 @@ async def test_r7_9_a_suspended_members_grant_stops_on_its_next_call_refresh_inc
     async with org(tmp_path, fixture_http) as o:
         storage = MemoryStorage()
         await connect_with_oauth(o, Person(o.base, await o.token("alice")), storage)
-        assert storage.tokens is not None and storage.client is not None
+        assert storage.tokens is not None
+        assert storage.client is not None
         assert (await rpc(o.base, storage.tokens.access_token, "tools/list", {})).status_code == 200
         await members.suspend_member(o.gw, "alice", await members.operator_principal(o.gw))
         assert (await rpc(o.base, storage.tokens.access_token, "tools/list", {})).status_code == 401
