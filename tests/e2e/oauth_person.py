@@ -172,3 +172,39 @@ async def register(http: httpx2.AsyncClient, base: str, **metadata: Any) -> dict
     assert answer.status_code == 201, answer.text
     registered: dict[str, Any] = answer.json()
     return registered
+
+
+@asynccontextmanager
+async def serve_app(app: Any) -> AsyncIterator[str]:
+    """Any ASGI app on a free loopback port (a client's metadata documents, say); its base URL."""
+    import anyio
+    import uvicorn
+
+    from tests.conftest import free_port
+
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(server.serve)
+        with anyio.fail_after(20):
+            while not server.started:  # noqa: ASYNC110 - uvicorn offers a flag, not an event; bounded above
+                await anyio.sleep(0.02)
+        try:
+            yield f"http://127.0.0.1:{port}"
+        finally:
+            server.should_exit = True
+
+
+def authorize_url(base: str, client_id: str, challenge: str | None, **params: str) -> str:
+    from urllib.parse import urlencode
+
+    query: dict[str, str] = {
+        "response_type": "code",
+        "client_id": client_id,
+        "redirect_uri": REDIRECT,
+        "state": "st-1",
+    }
+    if challenge is not None:
+        query.update(code_challenge=challenge, code_challenge_method="S256")
+    query.update(params)
+    return base + "/authorize?" + urlencode({k: v for k, v in query.items() if v != "-"})

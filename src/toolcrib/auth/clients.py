@@ -43,9 +43,11 @@ _NEVER_SCHEMES = frozenset({"javascript", "data", "file", "vbscript", "blob", "a
 class ClientMetadataError(Exception):
     """A client's metadata that toolcrib refuses; ``reason`` is safe to show to the client."""
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, *, bad_uri: bool = False) -> None:
         super().__init__(reason)
         self.reason = reason
+        self.bad_uri = bad_uri
+        """One redirect URI is invalid (RFC 7591 ``invalid_redirect_uri``), not the metadata."""
 
 
 def is_loopback(url: str) -> bool:
@@ -85,14 +87,18 @@ class StoredClient(OAuthClientInformationFull):
 
 def _check_redirect_uri(uri: str) -> None:
     if len(uri) > MAX_REDIRECT_URI_LENGTH:
-        raise ClientMetadataError(f"a redirect URI is longer than {MAX_REDIRECT_URI_LENGTH} characters")
+        raise ClientMetadataError(
+            f"a redirect URI is longer than {MAX_REDIRECT_URI_LENGTH} characters", bad_uri=True
+        )
     parts = urlsplit(uri)
     if parts.fragment:
-        raise ClientMetadataError("a redirect URI must not have a fragment")
+        raise ClientMetadataError("a redirect URI must not have a fragment", bad_uri=True)
     if parts.scheme in _NEVER_SCHEMES or not parts.scheme:
-        raise ClientMetadataError(f"redirect URI scheme {parts.scheme!r} is not allowed")
+        raise ClientMetadataError(f"redirect URI scheme {parts.scheme!r} is not allowed", bad_uri=True)
     if parts.scheme == "http" and not is_loopback(uri):
-        raise ClientMetadataError("an http redirect URI must be on a loopback host (else https)")
+        raise ClientMetadataError(
+            "an http redirect URI must be on a loopback host (else https)", bad_uri=True
+        )
 
 
 def check_metadata(info: OAuthClientInformationFull) -> None:

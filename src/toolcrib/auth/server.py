@@ -173,7 +173,7 @@ class Provider:
         try:
             check_metadata(client_info)
         except ClientMetadataError as exc:
-            if "redirect" in exc.reason:
+            if exc.bad_uri:
                 raise RegistrationError("invalid_redirect_uri", exc.reason) from exc
             raise RegistrationError("invalid_client_metadata", exc.reason) from exc
         assert client_info.client_id is not None
