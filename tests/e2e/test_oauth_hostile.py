@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -355,3 +356,36 @@ async def test_r7_7_a_lying_oversized_or_slow_metadata_document_is_refused(world
     assert refused.status_code == 400
     assert refused.json()["error"] == "invalid_request"
     assert await world.count(oauth_clients, oauth_clients.c.client_id == client_id) == 0
+
+
+# --- floods: per-address bounds (their own gateway, with small limits) ---------------------------
+
+
+async def test_r7_7_a_registration_flood_stops_at_the_per_address_daily_bound(tmp_path: Path) -> None:
+    settings = settings_for(tmp_path, semantic=False, oauth_clients_per_address=3, signin_per_minute=10_000)
+    async with open_gateway(settings) as gw, serve(gw) as base, httpx2.AsyncClient(timeout=30) as http:
+        for _ in range(3):
+            await register(http, base)
+        body = {"redirect_uris": [REDIRECT], "token_endpoint_auth_method": "none"}
+        flooded = await http.post(base + "/register", json=body)
+        assert flooded.status_code == 429
+        assert flooded.json()["error"] == "rate_limited"
+        async with gw.db.read() as conn:
+            assert (await conn.execute(select(func.count()).select_from(oauth_clients))).scalar_one() == 3
+
+
+async def test_r7_10_token_authorize_register_and_login_are_limited_per_client_address(
+    tmp_path: Path,
+) -> None:
+    settings = settings_for(tmp_path, semantic=False, signin_per_minute=2)
+    async with open_gateway(settings) as gw, serve(gw) as base, httpx2.AsyncClient(timeout=30) as http:
+        for path, send in (
+            ("/token", lambda: http.post(base + "/token", data={"grant_type": "refresh_token"})),
+            ("/authorize", lambda: http.get(base + "/authorize?client_id=x")),
+            ("/register", lambda: http.post(base + "/register", json={})),
+            ("/auth/login", lambda: http.post(base + "/auth/login", data={"token": "tcp_x"})),
+        ):
+            answers = [await send() for _ in range(3)]
+            assert [a.status_code == 429 for a in answers] == [False, False, True], path
+            assert int(answers[-1].headers["retry-after"]) >= 1
+            assert answers[-1].json()["error"] == "rate_limited"

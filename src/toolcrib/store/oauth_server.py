@@ -456,8 +456,10 @@ async def claim_once(db: Database, value: str, expires_at: float) -> bool:
         stmt = (sqlite_insert if db.is_sqlite else pg_insert)(single_use).values(
             value_sha256=hash_token(value), expires_at=expires_at
         )
-        result = await conn.execute(stmt.on_conflict_do_nothing(index_elements=[single_use.c.value_sha256]))
-    return result.rowcount == 1
+        claimed = stmt.on_conflict_do_nothing(index_elements=[single_use.c.value_sha256]).returning(
+            single_use.c.value_sha256
+        )
+        return (await conn.execute(claimed)).first() is not None
 
 
 # --- audit and housekeeping --------------------------------------------------------------------
