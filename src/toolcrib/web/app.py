@@ -20,8 +20,8 @@ from starlette.routing import Route, Router
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from toolcrib.auth.metadata import protected_resource_metadata, www_authenticate
-from toolcrib.auth.server import Provider
 from toolcrib.errors import Unauthenticated
+from toolcrib.gateway.authorization import Provider
 from toolcrib.gateway.control import ControlPlane
 from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.identity import authenticate
@@ -30,9 +30,9 @@ from toolcrib.logs import RequestLog
 from toolcrib.policy.gates import Principal
 from toolcrib.policy.scopes import SCOPES
 from toolcrib.settings import Settings
-from toolcrib.web import auth_pages, consent, my_grants
 from toolcrib.web.address_limiter import AddressLimiter
 from toolcrib.web.admin import admin_mount
+from toolcrib.web.auth_routes import auth_routes
 from toolcrib.web.disconnect import cancel_on_disconnect
 from toolcrib.web.limits import BodyLimit
 from toolcrib.web.mcp import PRINCIPAL_KEY, build_mcp_server
@@ -169,12 +169,7 @@ def create_app(settings: Settings, *, gateway: Gateway | None = None) -> Starlet
             Route("/api/openapi.json", openapi),
             Route("/oauth/callback", oauth_callback, methods=["GET"]),
             *authorization_server_routes(settings, provider, limiter),
-            Route("/auth/login", auth_pages.login_page, methods=["GET"]),
-            Route("/auth/login", auth_pages.login, methods=["POST"]),
-            Route("/auth/consent", consent.consent_page, methods=["GET"]),
-            Route("/auth/consent", consent.consent, methods=["POST"]),
-            Route("/auth/grants", my_grants.my_grants, methods=["GET"]),
-            Route("/auth/grants/revoke", my_grants.revoke, methods=["POST"]),
+            *auth_routes(),
             Route(
                 "/mcp",
                 Authenticated(_SessionManagerApp(settings.stateless), settings),

@@ -18,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from toolcrib.auth.clients import is_loopback
-from toolcrib.auth.server import ConsentRequest, Provider
+from toolcrib.gateway.authorization import ConsentRequest, Provider
 from toolcrib.gateway.core import Gateway
 from toolcrib.policy.gates import EXECUTE, Principal
 from toolcrib.policy.roles import has_permission

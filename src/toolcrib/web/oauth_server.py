@@ -35,7 +35,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp
 
-from toolcrib.auth.server import Provider, resource_ok
+from toolcrib.gateway.authorization import Provider, resource_ok
 from toolcrib.policy.scopes import SCOPES
 from toolcrib.settings import Settings
 from toolcrib.store import oauth_server as store

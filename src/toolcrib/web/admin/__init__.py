@@ -41,13 +41,23 @@ class _Console:
 
 
 def _console() -> ASGIApp:
-    from toolcrib.web.admin import approvals, audit, auth, connections, insight, members, restrictions
+    from toolcrib.web.admin import (
+        approvals,
+        audit,
+        auth,
+        connections,
+        insight,
+        members,
+        my_grants,
+        restrictions,
+    )
     from toolcrib.web.admin.session import SecurityHeaders
 
     routes = [
         *auth.routes(),
         *connections.routes(),
         *members.routes(),
+        *my_grants.routes(),
         *restrictions.routes(),
         *approvals.routes(),
         *audit.routes(),

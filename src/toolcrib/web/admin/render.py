@@ -37,12 +37,14 @@ NAV: tuple[NavItem, ...] = (
     NavItem("audit", "Audit log", "audit:read"),
     NavItem("playground", "Search playground", "tool:execute"),
     NavItem("savings", "Savings", "usage:read"),
+    NavItem("grants", "My grants", ""),  # every signed-in member: their own grants
 )
 _BY_SLUG = {item.slug: item for item in NAV}
 
 
 def allowed(principal: Principal, slug: str) -> bool:
-    return has_permission(principal.role, _BY_SLUG[slug].permission)
+    permission = _BY_SLUG[slug].permission
+    return not permission or has_permission(principal.role, permission)
 
 
 def first_page(principal: Principal) -> str | None:

@@ -1,5 +1,8 @@
 """toolcrib as the OAuth 2.1 authorization server of its own ``/mcp`` (R-7.7).
 
+(It lives in ``gateway`` rather than ``auth``: it reads and writes the store, and only the
+gateway layer may; ``auth.clients`` holds its pure parts, client metadata and its fetch.)
+
 The MCP SDK's handlers (``mcp.server.auth.handlers``) speak the protocol; this provider answers
 them from the store, so every replica sees every client, code and token. The person's part (sign
 in, consent) happens on toolcrib's ``/auth`` pages: :meth:`authorize` sends the browser there with
