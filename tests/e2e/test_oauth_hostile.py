@@ -8,6 +8,7 @@ served by a real server on loopback.
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -389,3 +390,32 @@ async def test_r7_10_token_authorize_register_and_login_are_limited_per_client_a
             assert [a.status_code == 429 for a in answers] == [False, False, True], path
             assert int(answers[-1].headers["retry-after"]) >= 1
             assert answers[-1].json()["error"] == "rate_limited"
+
+
+async def test_r7_7_housekeeping_forgets_unused_clients_and_expired_codes_but_keeps_used_clients(
+    tmp_path: Path,
+) -> None:
+    now = [time.time()]  # the SDK checks a code's expiry against the real clock
+    settings = settings_for(tmp_path, semantic=False, oauth_unused_client_days=1, signin_per_minute=10_000)
+    async with open_gateway(settings, clock=lambda: now[0]) as gw, serve(gw) as base:
+        async with httpx2.AsyncClient(timeout=30) as http:
+            await owner_token(gw)
+            idle = await register(http, base)
+            used = await register(http, base)
+            verifier, challenge = pkce()
+            await members.add_member(gw, "hana", "member")
+            _, pat = await members.create_token(gw, "hana", "mcp:tools mcp:read")
+            async with Person(base, pat) as person:
+                back = await person.authorize(authorize_url(base, used["client_id"], challenge))
+            code = query_of(back.headers["location"])["code"]
+            form = {"grant_type": "authorization_code", "code": code, "code_verifier": verifier}
+            form.update(client_id=used["client_id"], redirect_uri=REDIRECT)
+            assert (await http.post(base + "/token", data=form)).status_code == 200
+        now[0] += 2 * 86400
+        await gw.purge_expired()
+        async with gw.db.read() as conn:
+            left = {r.client_id for r in (await conn.execute(select(oauth_clients))).all()}
+            codes = (await conn.execute(select(func.count()).select_from(oauth_codes))).scalar_one()
+        assert left == {used["client_id"]}
+        assert idle["client_id"] not in left
+        assert codes == 0
