@@ -419,3 +419,31 @@ async def test_r7_7_housekeeping_forgets_unused_clients_and_expired_codes_but_ke
         assert left == {used["client_id"]}
         assert idle["client_id"] not in left
         assert codes == 0
+
+
+async def test_r7_9_a_narrow_personal_token_cannot_sign_in_a_wider_grant(world: World) -> None:
+    client = await register(world.http, world.base)
+    verifier, challenge = pkce()
+    await members.add_member(world.gw, "nick", "member")
+    _, narrow = await members.create_token(world.gw, "nick", "mcp:tools mcp:read")
+    async with Person(
+        world.base, narrow, scopes=["mcp:tools", "mcp:read", "mcp:write", "mcp:destructive"]
+    ) as person:
+        answer = await world.code_for(
+            person, client["client_id"], challenge, scope="mcp:tools mcp:read mcp:write"
+        )
+        assert 'value="mcp:write" disabled' in person.last_page
+    issued = await world.exchange(client["client_id"], answer["code"], verifier)
+    assert issued.json()["scope"] == "mcp:read mcp:tools"
+
+
+async def test_r7_9_a_clients_access_token_does_not_sign_a_person_in(world: World) -> None:
+    client = await register(world.http, world.base)
+    verifier, challenge = pkce()
+    async with Person(world.base, await world.member("abel")) as person:
+        answer = await world.code_for(person, client["client_id"], challenge)
+    access = (await world.exchange(client["client_id"], answer["code"], verifier)).json()["access_token"]
+    async with Person(world.base, access) as thief:
+        refused = await thief.sign_in(world.base + "/auth/login")
+    assert refused.status_code == 401
+    assert "unauthenticated" in refused.text

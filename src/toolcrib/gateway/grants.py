@@ -80,11 +80,13 @@ async def revoke_all(gw: Gateway, member: str) -> int:
     return await oauth_store.revoke_member_grants(gw.db, member, gw.clock())
 
 
-async def new_session_grant(gw: Gateway, member: str) -> str:
+async def new_session_grant(gw: Gateway, member: str, scopes: frozenset[str] = SCOPES) -> str:
     """A sign-in session's token for ``member`` (8 h), for the ``/auth`` pages' cookie.
 
     The personal-token sign-in and the identity provider's callback both end here: the cookie
-    then holds this token, never the personal token or an ID token.
+    then holds this token, never the personal token or an ID token. ``scopes`` bound what the
+    person may consent to in this session: a sign-in with a narrow personal token cannot hand a
+    client more than that token holds (the identity provider's sign-in: every scope).
     """
     from toolcrib.auth.tokens import new_token
 
@@ -98,7 +100,7 @@ async def new_session_grant(gw: Gateway, member: str) -> str:
         member=member,
         kind="session",
         token=token,
-        scopes=SCOPES,  # the pages act for the person; the grant is no bearer token (identity.py)
+        scopes=scopes,  # the pages act for the person; the grant is no bearer token (identity.py)
         expires_at=gw.clock() + SESSION_SECONDS,
     )
     return token

@@ -113,8 +113,11 @@ async def login(request: Request) -> Response:
         return _login_form(request, next_path, status=403, code="csrf_failed")
     token = form.get("token")
     try:
-        principal = await authenticate(gw, token.strip() if isinstance(token, str) else None)
-        session_token = await new_session_grant(gw, principal.member)
+        given = token.strip() if isinstance(token, str) else ""
+        if given.startswith("tca_"):  # a client's access token is not a person's sign-in
+            raise Unauthenticated("sign in with a personal access token")
+        principal = await authenticate(gw, given)
+        session_token = await new_session_grant(gw, principal.member, principal.scopes)
     except (Unauthenticated, NotFound):
         return _login_form(request, next_path, status=401, code="unauthenticated")
     response = RedirectResponse(next_path, 303)

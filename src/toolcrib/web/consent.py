@@ -12,6 +12,7 @@ on any replica, is refused.
 from __future__ import annotations
 
 import logging
+import re
 from urllib.parse import urlencode, urlsplit
 
 from starlette.requests import Request
@@ -36,6 +37,8 @@ LADDER = (
     ("mcp:write", "tools that change things"),
     ("mcp:destructive", "tools that delete or cannot be undone"),
 )
+_CSP_SAFE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:[A-Za-z0-9._~%:@/\[\]-]*")
+"""A redirect URI that can be named in the CSP header as it is (no spaces, quotes or semicolons)."""
 DEFAULT_ASKED = frozenset({"mcp:tools", "mcp:read", "mcp:write"})
 
 
@@ -51,12 +54,15 @@ def _no_execute(me: Principal) -> Response:
     return page("refused.html", status=403, me=me, code="permission_required", message=message)
 
 
-def _asked(request: ConsentRequest) -> frozenset[str]:
-    return frozenset(request.scopes) if request.scopes else DEFAULT_ASKED
+def _asked(request: ConsentRequest, me: Principal) -> frozenset[str]:
+    """What the client asks for, within what this sign-in may hand out (its session's scopes)."""
+    return (frozenset(request.scopes) if request.scopes else DEFAULT_ASKED) & me.scopes
 
 
 def _form_target(redirect_uri: str) -> str:
     """The CSP ``form-action`` source of the redirect target (any port on loopback)."""
+    if not _CSP_SAFE.fullmatch(redirect_uri.split("?")[0]):
+        return ""
     parts = urlsplit(redirect_uri)
     if is_loopback(redirect_uri):
         host = f"[{parts.hostname}]" if parts.hostname and ":" in parts.hostname else parts.hostname
@@ -85,8 +91,10 @@ async def consent_page(request: Request) -> Response:
     client = await provider.get_client(consent.client_id)
     if client is None:
         return _bad_request(me, "The app that asked is not registered here.")
-    asked = _asked(consent)
+    asked = _asked(consent, me)
     remembered = await store.get_consent(gw.db, me.member, consent.client_id)
+    if not asked:
+        return _bad_request(me, "This sign-in may not grant any scope the app asks for.", 403)
     if remembered is not None and asked <= remembered:
         return await _grant(provider, consent, me, asked)
     return page(
@@ -138,7 +146,7 @@ async def consent(request: Request) -> Response:
         return RedirectResponse(provider.refuse(consent), 302)
     if not has_permission(me.role, EXECUTE):
         return _no_execute(me)
-    chosen = frozenset(s for s in form.getlist("scopes") if isinstance(s, str)) & _asked(consent)
+    chosen = frozenset(s for s in form.getlist("scopes") if isinstance(s, str)) & _asked(consent, me)
     if not chosen:
         return _bad_request(me, "Choose at least one scope, or deny.")
     return await _grant(provider, consent, me, chosen, remember=form.get("remember") == "yes")
