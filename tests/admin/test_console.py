@@ -295,12 +295,19 @@ async def test_13_suspend_and_reactivate_a_member_from_the_console(org: Org) -> 
     assert (
         await http.post("/admin/members/reactivate", data={"csrf": csrf, "name": "sam"})
     ).status_code == 303
+    # suspension revoked every grant of sam: reactivated, sam needs a new token
     again = await http.post(
         "/mcp",
         json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
         headers={**MCP_HEADERS, **bearer(token)},
     )
-    assert again.status_code == 200
+    assert again.status_code == 401
+    fresh = await http.post(
+        "/mcp",
+        json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+        headers={**MCP_HEADERS, **bearer(await org.token("sam", "member"))},
+    )
+    assert fresh.status_code == 200
 
 
 async def test_13_sign_out_clears_the_session(org: Org) -> None:

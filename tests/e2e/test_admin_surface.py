@@ -53,9 +53,11 @@ async def test_r10_1_single_admin_tool_lists_only_what_the_caller_may_use(
                 "connections__get",
                 "results__read",
                 "tools__diagnose",
+                "grants__list",  # one's own grants, listed and revoked by their member
+                "grants__revoke",
             }
             assert admin.annotations is not None
-            assert admin.annotations.read_only_hint is True
+            assert admin.annotations.destructive_hint is True  # revoking is destructive
             refused = await client.call_tool(
                 PREFIX + "admin",
                 {"operation": "members__invite", "arguments": {"name": "x", "role": "member"}},

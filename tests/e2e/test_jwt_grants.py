@@ -178,7 +178,10 @@ async def test_r2_4_protected_resource_metadata_and_the_401_challenge_point_at_e
         async with httpx2.AsyncClient(timeout=30) as http:
             document = (await http.get(metadata_url)).json()
         assert document["resource"] == org.base + "/mcp"
-        assert document["authorization_servers"] == [ISSUER]
+        assert document["authorization_servers"] == [
+            org.base,
+            ISSUER,
+        ]  # this gateway, and the issuer
         assert {"mcp:tools", "mcp:read", "mcp:write", "mcp:destructive"} <= set(document["scopes_supported"])
         assert document["bearer_methods_supported"] == ["header"]
         async with httpx2.AsyncClient(timeout=30) as http:  # RFC 9728 section 3.1: the resource's own path

@@ -16,12 +16,23 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolcrib.errors import InvalidArguments, NotFound
-from toolcrib.gateway import approvals, audit, connections, diagnose, members, pins, restrictions, results
+from toolcrib.gateway import (
+    approvals,
+    audit,
+    connections,
+    diagnose,
+    grants,
+    members,
+    pins,
+    restrictions,
+    results,
+)
 from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.inputs import validate_input
 from toolcrib.policy.classify import classify_operation
 from toolcrib.policy.gates import Principal, can_use_operation, require_execute, require_operation
-from toolcrib.policy.operations import permission_for
+from toolcrib.policy.operations import permission_of
+from toolcrib.policy.roles import role_permissions
 from toolcrib.store.audit import AuditFilter
 
 __all__ = ["ControlPlane", "Operation", "check_operation_input"]
@@ -173,7 +184,7 @@ async def _m_remove(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
 
 @_op("grants", "list", "List grants.", "member")
 async def _g_list(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
-    return [members.grant_view(g) for g in await members.list_tokens(gw, a.get("member"), actor=p)]
+    return await grants.list_grants(gw, p, a.get("member"))
 
 
 @_op("grants", "create", "New access token.", "member scopes", "member")
@@ -186,7 +197,7 @@ async def _g_create(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
 
 @_op("grants", "revoke", "Revoke a grant.", "id", "id")
 async def _g_revoke(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
-    await members.revoke_token(gw, a["id"], p)
+    await grants.revoke_grant(gw, p, a["id"])
     return {"revoked": a["id"]}
 
 
@@ -369,6 +380,11 @@ def _admin_annotations(ops: list[Operation]) -> dict[str, bool]:
     return _HINTS["destructive" if "destructive" in classes else "write"]
 
 
+def _permission(principal: Principal, op: Operation) -> str:
+    """The operation's permission for this caller (one's own grants need only ``tool:execute``)."""
+    return permission_of(role_permissions(principal.role), op.resource, op.operation)
+
+
 class ControlPlane:
     """The registry the MCP face lists and dispatches.
 
@@ -395,7 +411,7 @@ class ControlPlane:
         return [
             (name, op)
             for name, op in self._ops.items()
-            if can_use_operation(principal, permission_for(op.resource, op.operation), op.operation)
+            if can_use_operation(principal, _permission(principal, op), op.operation)
         ]
 
     def definitions_for(self, principal: Principal) -> list[dict[str, Any]]:
@@ -446,7 +462,7 @@ class ControlPlane:
         op = self._ops.get(name)
         if op is None:
             raise NotFound(f"no operation {name!r}")
-        require_operation(principal, permission_for(op.resource, op.operation), op.operation)
+        require_operation(principal, _permission(principal, op), op.operation)
         try:
             checked = validate_input(op.input_schema, arguments)
         except InvalidArguments as exc:

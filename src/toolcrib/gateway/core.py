@@ -43,6 +43,7 @@ from toolcrib.store import instances as instance_store
 from toolcrib.store import keys as key_store
 from toolcrib.store import leases as lease_store
 from toolcrib.store import notify
+from toolcrib.store import oauth_server as oauth_store
 from toolcrib.store import policy as policy_store
 from toolcrib.store import results as result_store
 from toolcrib.store.connections import ConnectionRow, StoredTool
@@ -320,11 +321,14 @@ class Gateway:
         return synced
 
     async def purge_expired(self) -> None:
-        """Forget action handles and stored results past their lifetime (R-5.10, R-12.3)."""
+        """Forget action handles and stored results past their lifetime (R-5.10, R-12.3), and the
+        authorization server's expired codes, tokens and single-use values, and the clients that
+        registered but never got a grant within ``oauth_unused_client_days`` (R-7.7)."""
         now = self.clock()
         await handle_store.purge_handles(self.db, now - self.settings.handle_ttl_seconds)
         await result_store.purge_results(self.db, now - self.settings.result_ttl_seconds)
         await approval_store.purge(self.db, now)
+        await oauth_store.purge(self.db, now, now - self.settings.oauth_unused_client_days * 86400)
 
     @contextmanager
     def syncing(self, name: str) -> Iterator[None]:

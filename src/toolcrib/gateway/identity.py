@@ -6,14 +6,27 @@ from toolcrib.errors import Unauthenticated
 from toolcrib.gateway.core import Gateway
 from toolcrib.policy.gates import Principal
 from toolcrib.store import members as store
+from toolcrib.store import oauth_server as oauth_store
 
-__all__ = ["authenticate"]
+__all__ = ["SESSION_KIND", "authenticate"]
+
+SESSION_KIND = "session"
+"""A sign-in session's grant (``/auth`` pages): never a bearer token on ``/mcp`` or ``/api``."""
+TOUCH_EVERY_SECONDS = 60.0
+_touched: dict[str, float] = {}
 
 
-async def authenticate(gw: Gateway, token: str | None) -> Principal:
-    """The principal behind ``token``: a personal access token, or an OAuth JWT when configured."""
+async def authenticate(gw: Gateway, token: str | None, *, session: bool = False) -> Principal:
+    """The principal behind ``token``: a personal access token, an access token of toolcrib's own
+    authorization server (``tca_``), or an OAuth JWT when an issuer is configured.
+
+    ``session`` asks for a sign-in session's grant instead (the ``/auth`` pages' cookie); a
+    session grant is refused everywhere else, and any other grant where a session is asked for.
+    """
     if not token:
         raise Unauthenticated("a bearer token is required")
+    if token.startswith("tca_") and not session:
+        return await _from_access_token(gw, token)
     if gw.jwt_verifier is not None:
         from toolcrib.auth.jwt import looks_like_jwt  # PyJWT is loaded only where an issuer is set
 
@@ -23,6 +36,8 @@ async def authenticate(gw: Gateway, token: str | None) -> Principal:
     if found is None:
         raise Unauthenticated("unknown token")
     grant, member = found
+    if (grant.kind == SESSION_KIND) != session:
+        raise Unauthenticated("a sign-in session is not a bearer token" if not session else "not a session")
     if grant.revoked_at is not None:
         raise Unauthenticated("this token was revoked")
     if grant.expires_at is not None and grant.expires_at <= gw.clock():
@@ -36,6 +51,37 @@ async def authenticate(gw: Gateway, token: str | None) -> Principal:
         grant_id=grant.id,
         expires_at=grant.expires_at,
     )
+
+
+async def _from_access_token(gw: Gateway, token: str) -> Principal:
+    """An access token toolcrib issued: one indexed read (token, grant, member), as a personal
+    token costs; the member active, the grant live, the token unexpired, on every call (R-7.6)."""
+    row = await oauth_store.find_access(gw.db, token)
+    now = gw.clock()
+    if row is None:
+        raise Unauthenticated("unknown token")
+    if row.revoked_at is not None:
+        raise Unauthenticated("this grant was revoked")
+    if row.expires_at is not None and row.expires_at <= now:
+        raise Unauthenticated("this token has expired")
+    if row.status != "active":
+        raise Unauthenticated(f"member {row.member!r} is {row.status}")
+    await _touch(gw, row.grant_id, row.last_used_at, now)
+    return Principal(
+        member=row.member, role=row.role, scopes=row.scopes, grant_id=row.grant_id, expires_at=row.expires_at
+    )
+
+
+async def _touch(gw: Gateway, grant_id: str, last_used_at: float | None, now: float) -> None:
+    """``last_used_at`` written at most once a minute per grant, not once per call."""
+    if last_used_at is not None and now - last_used_at < TOUCH_EVERY_SECONDS:
+        return
+    if now - _touched.get(grant_id, float("-inf")) < TOUCH_EVERY_SECONDS:
+        return
+    if len(_touched) > 10_000:
+        _touched.clear()
+    _touched[grant_id] = now
+    await oauth_store.touch_grant(gw.db, grant_id, now, TOUCH_EVERY_SECONDS)
 
 
 async def _from_jwt(gw: Gateway, token: str) -> Principal:

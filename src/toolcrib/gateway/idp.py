@@ -36,14 +36,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from toolcrib.auth.tokens import new_grant_id, new_token
 from toolcrib.errors import ConfigError, SignInRefused
 from toolcrib.gateway.core import Gateway
+from toolcrib.gateway.grants import SESSION_SECONDS, new_session_grant
 from toolcrib.policy.roles import ROLES, has_permission
 from toolcrib.policy.scopes import SCOPES
 from toolcrib.settings import Settings
 from toolcrib.store import identities, single_use
-from toolcrib.store import members as member_store
 from toolcrib.store.identities import Identity
 
 if TYPE_CHECKING:  # Authlib is loaded only where an identity provider is configured
@@ -68,7 +67,6 @@ logger = logging.getLogger(__name__)
 ROLE_ORDER: tuple[str, ...] = ("admin", "member", "auditor", "billing_admin")
 """Mappable roles, highest first (``owner`` is never mapped; ``guest`` is what an unmapped member is
 left with)."""
-SESSION_SECONDS = 8 * 3600
 """A session grant lasts a working day, like the console's cookie."""
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,79}$")
 _MAX_GROUPS = 1000
@@ -242,21 +240,12 @@ def session_scopes(role: str) -> frozenset[str]:
 
 
 async def mint_session(gw: Gateway, member: Identity) -> str:
-    """A short-lived grant (``kind`` ``session``, 8 h) for the signed-in member: its token, given to
-    the console's or the sign-in's cookie, never shown."""
+    """A short-lived sign-in session (8 h) for the signed-in member: its token, given to the
+    console's or the sign-in's cookie, never shown; within what the member's role can use."""
     if member.role not in ROLES:
         raise ConfigError(f"member {member.name!r} has an unknown role")
-    token = new_token()
-    await member_store.insert_grant(
-        gw.db,
-        grant_id=new_grant_id(),
-        member=member.name,
-        kind="session",
-        token=token,
-        scopes=session_scopes(member.role) or frozenset({"mcp:read"}),
-        expires_at=gw.clock() + SESSION_SECONDS,
-    )
-    return token
+    scopes = session_scopes(member.role) or frozenset({"mcp:read"})
+    return await new_session_grant(gw, member.name, scopes)
 
 
 async def complete_sign_in(

@@ -13,6 +13,7 @@ from typing import Any
 
 from toolcrib.auth.tokens import new_grant_id, new_token
 from toolcrib.errors import ConfigError, InvalidArguments, NotFound, PermissionRequired, ScopeRequired
+from toolcrib.gateway import grants
 from toolcrib.gateway.core import Gateway
 from toolcrib.policy.gates import Operator, Principal, require_operation
 from toolcrib.policy.roles import has_permission, require_member_change, require_role
@@ -108,16 +109,19 @@ async def set_role(gw: Gateway, name: str, role: str, principal: Principal, *, p
 
 
 async def suspend_member(gw: Gateway, name: str, actor: Principal) -> None:
-    """Takes effect on the member's next call (R-7.6): grants are checked on every request."""
+    """Takes effect on the member's next call (R-7.6): grants are checked on every request.
+
+    Every grant of the member is revoked at once, OAuth refresh tokens and sign-in sessions
+    included (R-7.9): reactivating the member does not bring them back."""
     await _change(gw, name, None, "suspend", actor)
     await store.update_member(gw.db, name, status="suspended")
+    await grants.revoke_all(gw, name)
 
 
 async def remove_member(gw: Gateway, name: str, actor: Principal) -> None:
     await _change(gw, name, None, "remove", actor)
     await store.update_member(gw.db, name, status="removed")
-    for grant in await store.list_grants(gw.db, name):
-        await store.revoke_grant(gw.db, grant.id)
+    await grants.revoke_all(gw, name)
 
 
 async def _new_token(

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from toolcrib.errors import ConfigError
 
-__all__ = ["OPERATIONS", "permission_for"]
+__all__ = ["OPERATIONS", "SELF_SERVICE", "permission_for", "permission_of"]
 
 OPERATIONS: dict[tuple[str, str], str] = {
     **{("connections", op): "connections:read" for op in ("list", "get")},
@@ -42,3 +42,17 @@ def permission_for(resource: str, operation: str) -> str:
         return OPERATIONS[(resource, operation)]
     except KeyError:
         raise ConfigError(f"unknown control-plane operation {resource}__{operation}") from None
+
+
+SELF_SERVICE: frozenset[tuple[str, str]] = frozenset({("grants", "list"), ("grants", "revoke")})
+"""Operations a member may use on their own grants without the operation's permission (R-7.9):
+``tool:execute`` is enough, and the gateway function then reaches only the caller's own grants."""
+
+
+def permission_of(role_permissions: frozenset[str], resource: str, operation: str) -> str:
+    """The permission a caller holding ``role_permissions`` is checked for on this operation: the
+    listed one, or ``tool:execute`` for a self-service operation the role lacks it for."""
+    listed = permission_for(resource, operation)
+    if (resource, operation) in SELF_SERVICE and listed not in role_permissions:
+        return "tool:execute"
+    return listed

@@ -21,6 +21,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from toolcrib.auth.metadata import protected_resource_metadata, www_authenticate
 from toolcrib.errors import Unauthenticated
+from toolcrib.gateway.authorization import Provider
 from toolcrib.gateway.control import ControlPlane
 from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.identity import authenticate
@@ -29,12 +30,15 @@ from toolcrib.logs import RequestLog
 from toolcrib.policy.gates import Principal
 from toolcrib.policy.scopes import SCOPES
 from toolcrib.settings import Settings
+from toolcrib.web.address_limiter import AddressLimiter
 from toolcrib.web.admin import admin_mount
+from toolcrib.web.auth_routes import auth_routes
 from toolcrib.web.disconnect import cancel_on_disconnect
 from toolcrib.web.limits import BodyLimit
 from toolcrib.web.mcp import PRINCIPAL_KEY, build_mcp_server
 from toolcrib.web.metrics import metrics_router
 from toolcrib.web.oauth_callback import oauth_callback
+from toolcrib.web.oauth_server import authorization_server_routes
 from toolcrib.web.origins import OriginPolicy
 from toolcrib.web.proxies import ForwardedHeaders, TrustedProxies
 from toolcrib.web.rest import METADATA_PATH, openapi_document, rest_routes
@@ -109,10 +113,18 @@ class _SessionManagerApp:
 def create_app(settings: Settings, *, gateway: Gateway | None = None) -> Starlette:
     """The ASGI app. With ``gateway`` given (tests), the caller owns its lifetime."""
     telemetry = Telemetry()
+    provider = Provider(
+        base_url=settings.resource_url,
+        access_seconds=settings.oauth_access_token_seconds,
+        refresh_days=settings.oauth_refresh_token_days,
+    )
+    limiter = AddressLimiter(settings.signin_per_minute)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with _gateway(settings, gateway) as gw:
+            provider.bind(gw.db, gw.box, gw.clock)
+            app.state.oauth_provider, app.state.address_limiter = provider, limiter
             control = ControlPlane(gw)
             manager = StreamableHTTPSessionManager(
                 build_mcp_server(gw, control, telemetry),
@@ -143,7 +155,9 @@ def create_app(settings: Settings, *, gateway: Gateway | None = None) -> Starlet
         return JSONResponse({"status": "ok", "connections": states, **meaning})
 
     async def resource_metadata(request: Request) -> Response:
-        servers = [settings.oauth_issuer] if settings.oauth_issuer else []
+        # This gateway is the authorization server of its /mcp (R-7.7); an external issuer's JWTs
+        # stay accepted (R-7.5), so it is named too.
+        servers = [settings.resource_url, *([settings.oauth_issuer] if settings.oauth_issuer else [])]
         doc: dict[str, Any] = protected_resource_metadata(
             settings.resource_url + "/mcp", servers, sorted(SCOPES)
         )
@@ -163,6 +177,8 @@ def create_app(settings: Settings, *, gateway: Gateway | None = None) -> Starlet
             Route("/api/openapi.json", openapi),
             Route("/oauth/callback", oauth_callback, methods=["GET"]),
             *_oidc_routes(settings),
+            *authorization_server_routes(settings, provider, limiter),
+            *auth_routes(),
             Route(
                 "/mcp",
                 Authenticated(_SessionManagerApp(settings.stateless), settings),

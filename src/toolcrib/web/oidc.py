@@ -127,7 +127,7 @@ async def callback(request: Request) -> Response:
     else:
         if _for_console(next_path):
             response = _onward(next_path, signed.member.name)
-            set_session(response, request, gw, token)
+            set_session(response, request, gw, token, sso=True)
         else:
             response = RedirectResponse(next_path, 303, headers={"Cache-Control": "no-store"})
             signin.sign_in(response, request, gw, token)

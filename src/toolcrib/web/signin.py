@@ -1,13 +1,22 @@
-"""STAND-IN (wt/oidc, #22): the sign-in session of toolcrib's own authorization server.
+"""The sign-in session of the ``/auth`` pages (consent, and the identity provider's callback).
 
-The real module comes from branch wt/authserver, which owns the ``/auth`` sign-in session and
-``/auth/login``; the merge replaces this file. Only these three signatures are relied upon by
-``web/oidc.py``: ``signed_in``, ``sign_in`` and ``login_url``.
+The cookie holds the token of a short-lived grant of kind ``session`` (8 h, minted by
+:func:`toolcrib.gateway.grants.new_session_grant`), sealed with the gateway's key like the
+console's cookie, with a CSRF nonce and the time it was issued. It is ``HttpOnly``,
+``SameSite=Lax`` (the person arrives at ``/authorize`` from the client's site, a top-level
+navigation), limited to ``/auth`` and ``Secure`` over https. The grant is authenticated again on
+every request (R-7.6): revoking it, or suspending its member, ends the session at once. A session
+grant is never a bearer token on ``/mcp`` or ``/api`` (``authenticate(..., session=True)`` only).
+
+Whoever signs a person in (the personal-token form here, the OpenID Provider's callback) ends by::
+
+    token = await new_session_grant(gw, member)
+    sign_in(response, request, gw, token)
 """
 
 from __future__ import annotations
 
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -17,34 +26,98 @@ from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.identity import authenticate
 from toolcrib.policy.gates import Principal
 
-__all__ = ["COOKIE", "login_url", "sign_in", "signed_in"]
+__all__ = [
+    "COOKIE",
+    "PATH",
+    "form_ok",
+    "login_url",
+    "safe_next",
+    "session_csrf",
+    "sign_in",
+    "sign_out",
+    "signed_in",
+]
 
-COOKIE = "toolcrib_signin"
-_MAX_AGE = 8 * 3600
+COOKIE = "toolcrib_auth"
+PATH = "/auth"
+MAX_AGE_SECONDS = 8 * 3600
+
+
+def _secure(request: Request) -> bool:
+    public = request.app.state.gateway.settings.public_url or ""
+    return request.url.scheme == "https" or public.startswith("https://")
+
+
+def sign_in(response: Response, request: Request, gw: Gateway, token: str) -> None:
+    """Set the sign-in cookie holding ``token`` (a session grant's token), sealed."""
+    import secrets
+
+    sealed = gw.box.seal({"token": token, "csrf": secrets.token_urlsafe(24), "iat": gw.clock()})
+    response.set_cookie(
+        COOKIE,
+        sealed,
+        max_age=MAX_AGE_SECONDS,
+        path=PATH,
+        secure=_secure(request),
+        httponly=True,
+        samesite="lax",
+    )
+
+
+def sign_out(response: Response, request: Request) -> None:
+    response.delete_cookie(COOKIE, path=PATH, secure=_secure(request), httponly=True, samesite="lax")
+
+
+def _opened(request: Request, gw: Gateway) -> dict[str, object] | None:
+    sealed = request.cookies.get(COOKIE)
+    if not sealed:
+        return None
+    try:
+        data = gw.box.open(sealed)
+    except ConfigError:  # tampered with, or sealed under another key
+        return None
+    if not isinstance(data, dict) or not {"token", "csrf", "iat"} <= data.keys():
+        return None
+    iat = data["iat"]
+    if not isinstance(iat, int | float) or gw.clock() - iat > MAX_AGE_SECONDS:
+        return None
+    return data
 
 
 async def signed_in(request: Request, gw: Gateway) -> Principal | None:
-    """The person signed in at ``/auth``, or None."""
-    try:
-        data = gw.box.open(request.cookies.get(COOKIE))
-    except ConfigError:
-        return None
-    if not isinstance(data, dict) or not isinstance(data.get("token"), str):
+    """Who is signed in to the ``/auth`` pages, authenticated again now; None when nobody is."""
+    data = _opened(request, gw)
+    if data is None:
         return None
     try:
-        return await authenticate(gw, data["token"])
+        return await authenticate(gw, str(data["token"]), session=True)
     except Unauthenticated:
         return None
 
 
-def sign_in(response: Response, request: Request, gw: Gateway, token: str) -> None:
-    """Set the ``/auth`` sign-in cookie holding a grant token."""
-    secure = request.url.scheme == "https" or (gw.settings.public_url or "").startswith("https://")
-    response.set_cookie(
-        COOKIE, gw.box.seal({"token": token}), max_age=_MAX_AGE, path="/auth", secure=secure,
-        httponly=True, samesite="lax",
-    )  # fmt: skip
+def session_csrf(request: Request, gw: Gateway) -> str | None:
+    """The session's CSRF nonce, which every form of the ``/auth`` pages posts back."""
+    data = _opened(request, gw)
+    return str(data["csrf"]) if data is not None else None
+
+
+def form_ok(request: Request, gw: Gateway, posted: object) -> bool:
+    """A POST of an ``/auth`` page: from this gateway, carrying the session's CSRF token."""
+    from toolcrib.web.admin.session import csrf_ok, same_origin
+
+    return same_origin(request, gw.settings.allowed_origins) and csrf_ok(session_csrf(request, gw), posted)
+
+
+def safe_next(next_path: str | None, default: str = "/auth/grants") -> str:
+    """``next_path`` when it is a local path of this gateway, else ``default``: no open redirect."""
+    if not next_path or not next_path.startswith("/") or next_path.startswith(("//", "/\\")):
+        return default
+    parts = urlsplit(next_path)
+    if parts.scheme or parts.netloc or any(c in next_path for c in "\r\n\\"):
+        return default
+    return next_path
 
 
 def login_url(next_path: str) -> str:
-    return "/auth/login?next=" + quote(next_path, safe="/")
+    """``/auth/login?next=…``; ``next`` is kept only when it is a local path."""
+    return "/auth/login?next=" + quote(safe_next(next_path), safe="")

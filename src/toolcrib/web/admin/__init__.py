@@ -50,6 +50,7 @@ def _console() -> ASGIApp:
         connections,
         insight,
         members,
+        my_grants,
         oauth_start,
         restrictions,
     )
@@ -60,6 +61,7 @@ def _console() -> ASGIApp:
         *connections.routes(),
         *changes.routes(),
         *members.routes(),
+        *my_grants.routes(),
         *restrictions.routes(),
         *approvals.routes(),
         *audit.routes(),

@@ -38,6 +38,7 @@ DONE: dict[str, str] = {
     "member_reactivated": "Member reactivated.",
     "member_role": "Role changed.",
     "grant_revoked": "Token revoked.",
+    "own_grant_revoked": "Grant revoked: its next call is refused.",
     "rule_created": "Restriction added.",
     "rule_deleted": "Restriction removed.",
     "approval_approved": "Approved: the same call by the same member now runs once.",

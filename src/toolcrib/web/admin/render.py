@@ -37,19 +37,24 @@ NAV: tuple[NavItem, ...] = (
     NavItem("audit", "Audit log", "audit:read"),
     NavItem("playground", "Search playground", "tool:execute"),
     NavItem("savings", "Savings", "usage:read"),
+    NavItem("grants", "My grants", ""),  # every signed-in member: their own grants (R-7.9)
 )
 _BY_SLUG = {item.slug: item for item in NAV}
 
 
 def allowed(principal: Principal, slug: str) -> bool:
     """Whether the page shows for ``principal``: the one authorization check of every face, the
-    role's permission and the grant's scope both (a token without ``mcp:read`` reads no page)."""
-    return permitted(principal, _BY_SLUG[slug].permission, "read")
+    role's permission and the grant's scope both (a token without ``mcp:read`` reads no page). A
+    page that names no permission (the member's own grants) is every signed-in member's."""
+    permission = _BY_SLUG[slug].permission
+    return not permission or permitted(principal, permission, "read")
 
 
 def require_page(principal: Principal, slug: str) -> None:
     """:func:`allowed`, raising the in-band error that says why not (the role, or the scope)."""
-    require(principal, _BY_SLUG[slug].permission, "read")
+    permission = _BY_SLUG[slug].permission
+    if permission:
+        require(principal, permission, "read")
 
 
 def first_page(principal: Principal) -> str | None:

@@ -72,8 +72,12 @@ def _secure(request: Request) -> bool:
     return request.url.scheme == "https" or public.startswith("https://")
 
 
-def set_session(response: Response, request: Request, gw: Gateway, token: str) -> None:
-    sealed = gw.box.seal({"token": token, "csrf": secrets.token_urlsafe(24), "iat": gw.clock()})
+def set_session(response: Response, request: Request, gw: Gateway, token: str, *, sso: bool = False) -> None:
+    """Sign the browser in to the console with ``token``: a personal access token pasted on the
+    sign-in page, or (``sso``) the sign-in session grant the identity provider's callback minted,
+    which is no bearer token anywhere else (R-7.8)."""
+    data = {"token": token, "csrf": secrets.token_urlsafe(24), "iat": gw.clock(), "sso": sso}
+    sealed = gw.box.seal(data)
     response.set_cookie(
         COOKIE,
         sealed,
@@ -103,7 +107,7 @@ async def open_session(request: Request, gw: Gateway) -> Session | None:
     if not isinstance(data["iat"], int | float) or gw.clock() - data["iat"] > MAX_AGE_SECONDS:
         return None
     try:
-        principal = await authenticate(gw, str(data["token"]))
+        principal = await authenticate(gw, str(data["token"]), session=data.get("sso") is True)
     except Unauthenticated:
         return None
     return Session(principal, str(data["csrf"]))

@@ -1,0 +1,369 @@
+"""toolcrib as the OAuth 2.1 authorization server of its own ``/mcp`` (R-7.7).
+
+(It lives in ``gateway`` rather than ``auth``: it reads and writes the store, and only the
+gateway layer may; ``auth.clients`` holds its pure parts, client metadata and its fetch.)
+
+The MCP SDK's handlers (``mcp.server.auth.handlers``) speak the protocol; this provider answers
+them from the store, so every replica sees every client, code and token. The person's part (sign
+in, consent) happens on toolcrib's ``/auth`` pages: :meth:`authorize` sends the browser there with
+the request sealed, and :meth:`complete` turns the person's answer into a code.
+
+- codes: 256 random bits, stored hashed, five minutes, single use; a second use revokes the grant
+  the first issued (RFC 6749 §10.5);
+- access tokens ``tca_…``: opaque, hashed, short-lived, bound to this gateway's ``/mcp`` (RFC 8707);
+- refresh tokens ``tcr_…``: rotated on every use; a spent one presented again revokes its grant;
+- revocation (RFC 7009) revokes the whole grant.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlencode
+
+import httpx2
+from mcp.server.auth.provider import (
+    AccessToken,
+    AuthorizationCode,
+    AuthorizationParams,
+    AuthorizeError,
+    RefreshToken,
+    RegistrationError,
+    TokenError,
+    construct_redirect_uri,
+)
+from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+
+from toolcrib.auth.clients import (
+    ClientMetadataError,
+    StoredClient,
+    check_metadata,
+    client_from_document,
+    fetch_client_metadata,
+    is_document_url,
+)
+from toolcrib.errors import ConfigError
+from toolcrib.policy.scopes import SCOPES
+from toolcrib.store import oauth_server as store
+from toolcrib.store.crypto import SecretBox
+from toolcrib.store.database import Database
+
+__all__ = ["CODE_SECONDS", "CONSENT_SECONDS", "ConsentRequest", "GrantToken", "Provider", "resource_ok"]
+
+logger = logging.getLogger(__name__)
+
+CODE_SECONDS = 300.0
+CONSENT_SECONDS = 600.0
+DOCUMENT_FRESH_SECONDS = 3600.0
+ALL_SCOPES = " ".join(sorted(SCOPES))
+
+
+class GrantAccessToken(AccessToken):
+    grant_id: str
+
+
+class GrantRefreshToken(RefreshToken):
+    grant_id: str
+
+
+GrantToken = GrantAccessToken | GrantRefreshToken
+
+
+def resource_ok(resource: str | None, base: str) -> bool:
+    """RFC 8707: a token may be asked for this gateway's ``/mcp`` or its base URL, nothing else."""
+    if resource is None:
+        return True
+    return resource.rstrip("/") in (base, base + "/mcp")
+
+
+@dataclass(frozen=True, slots=True)
+class ConsentRequest:
+    """An authorization request waiting for the person, as sealed into the consent link."""
+
+    client_id: str
+    redirect_uri: str
+    redirect_explicit: bool
+    scopes: tuple[str, ...] | None
+    state: str | None
+    code_challenge: str
+    resource: str | None
+    nonce: str
+    expires_at: float
+
+    def seal(self, box: SecretBox) -> str:
+        return box.seal({f: getattr(self, f) for f in self.__dataclass_fields__})
+
+    @classmethod
+    def open(cls, box: SecretBox, sealed: str, now: float) -> ConsentRequest | None:
+        """The request, or None: tampered with, sealed under another key, or expired."""
+        try:
+            data = box.open(sealed)
+            request = cls(**{**data, "scopes": tuple(data["scopes"]) if data["scopes"] else None})
+        except (ConfigError, TypeError, KeyError, ValueError):
+            return None
+        return request if request.expires_at > now else None
+
+
+class Provider:
+    """The SDK's ``OAuthAuthorizationServerProvider`` over the store."""
+
+    db: Database
+    box: SecretBox
+    clock: Callable[[], float]
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        access_seconds: int,
+        refresh_days: float,
+        http: Callable[[], httpx2.AsyncClient] | None = None,
+    ) -> None:
+        self.base_url = base_url
+        self._access_seconds = access_seconds
+        self._refresh_seconds = refresh_days * 86400
+        self._http = http or (lambda: httpx2.AsyncClient(follow_redirects=False))
+        self.registering_from: Callable[[], str | None] = lambda: None
+
+    def bind(self, db: Database, box: SecretBox, clock: Callable[[], float]) -> None:
+        """The store, key and clock of the gateway, once it is open (the app's lifespan)."""
+        self.db, self.box, self.clock = db, box, clock
+
+    def use_http(self, http: Callable[[], httpx2.AsyncClient]) -> None:
+        """The HTTP client client-metadata documents are fetched with (R-13.5's guarded one)."""
+        self._http = http
+
+    # --- clients --------------------------------------------------------------------------------
+
+    async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
+        if len(client_id) > 512:
+            return None
+        row = await store.get_client(self.db, client_id)
+        if is_document_url(client_id):
+            fresh = row is not None and (row.fetched_at or 0) > self.clock() - DOCUMENT_FRESH_SECONDS
+            if not fresh:
+                return await self._fetch_document(client_id)
+        if row is None:
+            return None
+        client = StoredClient.model_validate({**row.info, "client_id": client_id})
+        client.secret_sha256 = row.secret_sha256
+        return client
+
+    async def _fetch_document(self, url: str) -> StoredClient | None:
+        try:
+            async with self._http() as http:
+                document = await fetch_client_metadata(url, http)
+            client = client_from_document(url, document, ALL_SCOPES)
+        except ClientMetadataError as exc:
+            logger.warning("client metadata document %s refused: %s", url[:200], exc.reason)
+            return None
+        info = client.model_dump(mode="json", exclude_none=True)
+        await store.put_client(
+            self.db,
+            client_id=url,
+            kind="cimd",
+            info=info,
+            secret=None,
+            registered_from=None,
+            now=self.clock(),
+        )
+        return client
+
+    async def register_client(self, client_info: OAuthClientInformationFull) -> None:
+        try:
+            check_metadata(client_info)
+        except ClientMetadataError as exc:
+            if exc.bad_uri:
+                raise RegistrationError("invalid_redirect_uri", exc.reason) from exc
+            raise RegistrationError("invalid_client_metadata", exc.reason) from exc
+        assert client_info.client_id is not None
+        info = client_info.model_dump(mode="json", exclude_none=True, exclude={"client_secret"})
+        await store.put_client(
+            self.db,
+            client_id=client_info.client_id,
+            kind="dcr",
+            info=info,
+            secret=client_info.client_secret,
+            registered_from=self.registering_from(),
+            now=self.clock(),
+        )
+
+    # --- the browser's part -----------------------------------------------------------------------
+
+    async def authorize(self, client: OAuthClientInformationFull, params: AuthorizationParams) -> str:
+        if not resource_ok(params.resource, self.base_url):
+            raise AuthorizeError("invalid_target", "tokens here are only for this gateway's /mcp")
+        assert client.client_id is not None
+        request = ConsentRequest(
+            client_id=client.client_id,
+            redirect_uri=str(params.redirect_uri),
+            redirect_explicit=params.redirect_uri_provided_explicitly,
+            scopes=tuple(params.scopes) if params.scopes else None,
+            state=params.state,
+            code_challenge=params.code_challenge,
+            resource=params.resource,
+            nonce=secrets.token_urlsafe(18),
+            expires_at=self.clock() + CONSENT_SECONDS,
+        )
+        return f"{self.base_url}/auth/consent?" + urlencode({"request": request.seal(self.box)})
+
+    def open_request(self, sealed: str) -> ConsentRequest | None:
+        return ConsentRequest.open(self.box, sealed, self.clock())
+
+    async def claim_request(self, request: ConsentRequest) -> bool:
+        """True once per consent request: a link answered twice is a replay."""
+        return await store.claim_once(self.db, "consent:" + request.nonce, request.expires_at)
+
+    async def complete(self, request: ConsentRequest, member: str, scopes: frozenset[str]) -> str:
+        """The person agreed: a code for ``scopes``, and where the browser goes with it (RFC 9207 ``iss``)."""
+        code = secrets.token_urlsafe(32)
+        row = store.CodeRow(
+            client_id=request.client_id,
+            member=member,
+            scopes=scopes,
+            code_challenge=request.code_challenge,
+            redirect_uri=request.redirect_uri,
+            redirect_explicit=request.redirect_explicit,
+            resource=request.resource,
+            expires_at=self.clock() + CODE_SECONDS,
+            grant_id=None,
+        )
+        await store.insert_code(self.db, code, row)
+        return construct_redirect_uri(request.redirect_uri, code=code, state=request.state, iss=self.base_url)
+
+    def refuse(self, request: ConsentRequest, error: str = "access_denied") -> str:
+        return construct_redirect_uri(
+            request.redirect_uri, error=error, state=request.state, iss=self.base_url
+        )
+
+    # --- codes and tokens -------------------------------------------------------------------------
+
+    async def load_authorization_code(
+        self, client: OAuthClientInformationFull, authorization_code: str
+    ) -> AuthorizationCode | None:
+        if len(authorization_code) > 200:
+            return None
+        row = await store.load_code(self.db, authorization_code)
+        if row is None:
+            return None
+        return AuthorizationCode(
+            code=authorization_code,
+            scopes=sorted(row.scopes),
+            expires_at=row.expires_at,
+            client_id=row.client_id,
+            code_challenge=row.code_challenge,
+            redirect_uri=row.redirect_uri,
+            redirect_uri_provided_explicitly=row.redirect_explicit,
+            resource=row.resource,
+            subject=row.member,
+        )
+
+    def _new_tokens(self) -> store.IssuedTokens:
+        now = self.clock()
+        return store.IssuedTokens(
+            access="tca_" + secrets.token_urlsafe(32),
+            refresh="tcr_" + secrets.token_urlsafe(32),
+            access_expires_at=now + self._access_seconds,
+            refresh_expires_at=now + self._refresh_seconds,
+        )
+
+    def _answer(self, tokens: store.IssuedTokens, scopes: frozenset[str]) -> OAuthToken:
+        return OAuthToken(
+            access_token=tokens.access,
+            token_type="Bearer",
+            expires_in=self._access_seconds,
+            refresh_token=tokens.refresh,
+            scope=" ".join(sorted(scopes)),
+        )
+
+    async def exchange_authorization_code(
+        self, client: OAuthClientInformationFull, authorization_code: AuthorizationCode
+    ) -> OAuthToken:
+        from toolcrib.auth.tokens import new_grant_id
+
+        row = await store.load_code(self.db, authorization_code.code)
+        if row is None:
+            raise TokenError("invalid_grant", "authorization code does not exist")
+        tokens, grant_id = self._new_tokens(), new_grant_id()
+        replayed = await store.exchange_code(
+            self.db, authorization_code.code, row, grant_id, tokens, self.clock()
+        )
+        if replayed is not None:
+            await self._abuse(row.member, replayed or "-", "oauth.code_replayed")
+            raise TokenError("invalid_grant", "authorization code was already used; its grant is revoked")
+        return self._answer(tokens, row.scopes)
+
+    async def load_refresh_token(
+        self, client: OAuthClientInformationFull, refresh_token: str
+    ) -> GrantRefreshToken | None:
+        if not refresh_token.startswith("tcr_") or len(refresh_token) > 200:
+            return None
+        row = await store.load_refresh(self.db, refresh_token)
+        if row is None or row.client_id != client.client_id:
+            return None
+        if row.used_at is not None and row.revoked_at is None:
+            await store.revoke_grant(self.db, row.grant_id, self.clock())
+            await self._abuse(row.member, row.grant_id, "oauth.refresh_reused")
+            return None
+        if row.revoked_at is not None or row.status != "active":
+            return None
+        return GrantRefreshToken(
+            token=refresh_token,
+            client_id=row.client_id,
+            scopes=sorted(row.scopes),
+            expires_at=int(row.expires_at) if row.expires_at else None,
+            subject=row.member,
+            grant_id=row.grant_id,
+        )
+
+    async def exchange_refresh_token(
+        self, client: OAuthClientInformationFull, refresh_token: GrantRefreshToken, scopes: list[str]
+    ) -> OAuthToken:
+        tokens = self._new_tokens()
+        if not await store.rotate_refresh(
+            self.db, refresh_token.token, refresh_token.grant_id, tokens, self.clock()
+        ):
+            await self._abuse(refresh_token.subject or "-", refresh_token.grant_id, "oauth.refresh_reused")
+            raise TokenError("invalid_grant", "refresh token was already used; its grant is revoked")
+        return self._answer(tokens, frozenset(refresh_token.scopes))
+
+    async def load_access_token(self, token: str) -> GrantAccessToken | None:
+        if not token.startswith("tca_") or len(token) > 200:
+            return None
+        row = await store.find_access(self.db, token)
+        if row is None or row.revoked_at is not None:
+            return None
+        if row.expires_at is not None and row.expires_at <= self.clock():
+            return None
+        return GrantAccessToken(
+            token=token,
+            client_id=row.client_id or "",
+            scopes=sorted(row.scopes),
+            expires_at=int(row.expires_at) if row.expires_at else None,
+            resource=self.base_url + "/mcp",
+            subject=row.member,
+            grant_id=row.grant_id,
+        )
+
+    async def revoke_token(self, token: GrantAccessToken | GrantRefreshToken) -> None:
+        """RFC 7009: either token revokes the grant, so its other token stops too."""
+        await store.revoke_grant(self.db, token.grant_id, self.clock())
+
+    async def exchange_identity_assertion(
+        self, client: OAuthClientInformationFull, params: Any
+    ) -> OAuthToken:
+        raise TokenError("unsupported_grant_type", "identity assertions are not accepted here")
+
+    async def _abuse(self, member: str, grant_id: str, operation: str) -> None:
+        logger.warning("oauth: %s (member %s, grant %s): the grant is revoked", operation, member, grant_id)
+        await store.audit_admin(
+            self.db,
+            member=member,
+            grant_id=grant_id,
+            operation=operation,
+            error_code="invalid_grant",
+            now=self.clock(),
+        )
