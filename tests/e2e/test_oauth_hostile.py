@@ -35,6 +35,7 @@ from tests.e2e.oauth_person import (
     serve_app,
 )
 from tests.e2e.org import rpc
+from tests.principals import OPERATOR
 from toolcrib.gateway import members
 from toolcrib.gateway.core import Gateway
 from toolcrib.store.tables import audit, grants, oauth_clients, oauth_codes
@@ -54,8 +55,12 @@ class World:
     http: httpx2.AsyncClient
 
     async def member(self, name: str, role: str = "member") -> str:
-        await members.add_member(self.gw, name, role)
-        return (await members.create_token(self.gw, name, "mcp:tools mcp:read mcp:write mcp:destructive"))[1]
+        await members.add_member(self.gw, name, role, actor=OPERATOR)
+        return (
+            await members.create_token(
+                self.gw, name, "mcp:tools mcp:read mcp:write mcp:destructive", actor=OPERATOR
+            )
+        )[1]
 
     async def count(self, table: Any, *where: Any) -> int:
         async with self.gw.db.read() as conn:
@@ -403,8 +408,8 @@ async def test_r7_7_housekeeping_forgets_unused_clients_and_expired_codes_but_ke
             idle = await register(http, base)
             used = await register(http, base)
             verifier, challenge = pkce()
-            await members.add_member(gw, "hana", "member")
-            _, pat = await members.create_token(gw, "hana", "mcp:tools mcp:read")
+            await members.add_member(gw, "hana", "member", actor=OPERATOR)
+            _, pat = await members.create_token(gw, "hana", "mcp:tools mcp:read", actor=OPERATOR)
             async with Person(base, pat) as person:
                 back = await person.authorize(authorize_url(base, used["client_id"], challenge))
             code = query_of(back.headers["location"])["code"]
@@ -424,8 +429,8 @@ async def test_r7_7_housekeeping_forgets_unused_clients_and_expired_codes_but_ke
 async def test_r7_9_a_narrow_personal_token_cannot_sign_in_a_wider_grant(world: World) -> None:
     client = await register(world.http, world.base)
     verifier, challenge = pkce()
-    await members.add_member(world.gw, "nick", "member")
-    _, narrow = await members.create_token(world.gw, "nick", "mcp:tools mcp:read")
+    await members.add_member(world.gw, "nick", "member", actor=OPERATOR)
+    _, narrow = await members.create_token(world.gw, "nick", "mcp:tools mcp:read", actor=OPERATOR)
     async with Person(
         world.base, narrow, scopes=["mcp:tools", "mcp:read", "mcp:write", "mcp:destructive"]
     ) as person:
@@ -447,3 +452,19 @@ async def test_r7_9_a_clients_access_token_does_not_sign_a_person_in(world: Worl
         refused = await thief.sign_in(world.base + "/auth/login")
     assert refused.status_code == 401
     assert "unauthenticated" in refused.text
+
+
+@pytest.mark.parametrize(
+    "client_id",
+    ["https://metadata.google.internal/client.json", "https://[::ffff:169.254.169.254]/client.json"],
+)
+async def test_r13_5_a_metadata_document_at_a_metadata_address_is_never_fetched(
+    world: World, client_id: str
+) -> None:
+    """The client ID metadata document is fetched on someone's behalf (R-13.5): through the address
+    policy, which refuses a metadata name or address before any connection is made."""
+    _, challenge = pkce()
+    refused = await world.http.get(authorize_url(world.base, client_id, challenge))
+    assert refused.status_code == 400
+    assert refused.json()["error"] == "invalid_request"
+    assert await world.count(oauth_clients, oauth_clients.c.client_id == client_id) == 0

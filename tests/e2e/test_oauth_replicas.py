@@ -17,6 +17,7 @@ from tests.conftest import start_gateway
 from tests.e2e.inprocess import open_gateway, owner_token, serve, settings_for
 from tests.e2e.oauth_person import REDIRECT, Person, authorize_url, pkce, query_of, register
 from tests.e2e.org import rpc
+from tests.principals import OPERATOR
 from toolcrib.gateway import members
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio, pytest.mark.usefixtures("on_each_store")]
@@ -30,8 +31,8 @@ async def test_r7_7_a_grant_issued_by_one_process_is_used_refreshed_and_revoked_
     settings = settings_for(tmp_path, semantic=False)
     async with open_gateway(settings) as gw, serve(gw) as first, httpx2.AsyncClient(timeout=30) as http:
         await owner_token(gw)
-        await members.add_member(gw, "rosa", "member")
-        _, pat = await members.create_token(gw, "rosa", "mcp:tools mcp:read")
+        await members.add_member(gw, "rosa", "member", actor=OPERATOR)
+        _, pat = await members.create_token(gw, "rosa", "mcp:tools mcp:read", actor=OPERATOR)
         client = await register(http, first)
         verifier, challenge = pkce()
         async with Person(first, pat) as person:

@@ -20,6 +20,7 @@ from tests.conftest import Process
 from tests.e2e.mcpclient import gateway_payload
 from tests.e2e.oauth_person import MemoryStorage, Person, sdk_client, sdk_provider
 from tests.e2e.org import Org, names_of, organization, rpc
+from tests.principals import OPERATOR
 from toolcrib.gateway import members
 from toolcrib.store.tables import audit, grants
 
@@ -140,7 +141,7 @@ async def test_r7_9_a_suspended_members_grant_stops_on_its_next_call_refresh_inc
         assert (await rpc(o.base, storage.tokens.access_token, "tools/list", {})).status_code == 200
         await members.suspend_member(o.gw, "alice", await members.operator_principal(o.gw))
         assert (await rpc(o.base, storage.tokens.access_token, "tools/list", {})).status_code == 401
-        await members.reactivate_member(o.gw, "alice")
+        await members.reactivate_member(o.gw, "alice", actor=OPERATOR)
         # reactivation does not bring revoked grants back: suspension revoked them all
         assert (await rpc(o.base, storage.tokens.access_token, "tools/list", {})).status_code == 401
         again = await token_post(

@@ -31,6 +31,7 @@ ESTABLISH_WHO_CALLS: dict[tuple[str, str], str] = {
     ("idp", "complete_sign_in"): "the identity provider's answer becomes a signed-in member",
     ("idp", "sign_in_member"): "verified claims become a member (created or re-mapped, R-7.8)",
     ("idp", "mint_session"): "the session grant of a member who just signed in",
+    ("grants", "new_session_grant"): "the sign-in session of a person the sign-in just verified",
     ("idp", "refresh_member"): "re-maps a member's role from the identity provider at refresh",
     (
         "oauth_binding",
@@ -40,6 +41,7 @@ ESTABLISH_WHO_CALLS: dict[tuple[str, str], str] = {
     ("oauth_binding", "confirm_start"): "the start page's confirmation; bound by its single-use link",
 }
 URL_HELPERS: dict[tuple[str, str], str] = {
+    ("connections", "secrets_of"): "names the values a call's free text is redacted of; acts on nothing",
     ("oauth_binding", "start_link"): "spells a link from a token; acts on nothing",
     ("oauth_binding", "callback_cookie_path"): "reads a setting; acts on nothing",
 }
@@ -52,6 +54,7 @@ GATEWAY_MACHINERY: dict[tuple[str, str], str] = {
         "sync_connection",
     ): "a connection's catalog sync, started by the upstream or a checked act",
     ("audit", "record_admin_act"): "writes the audit row of an act already decided, naming who acted",
+    ("grants", "revoke_all"): "revokes a member's grants when a checked act suspended or removed them",
     ("oauth", "binding_of"): "how a checked call reaches its upstream grant",
     ("oauth", "has_grant"): "whether the upstream grant exists, asked by the sync",
     ("oauth", "on_auth_needed"): "the upstream session's callback when its grant died",

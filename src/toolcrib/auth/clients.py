@@ -18,6 +18,8 @@ import httpx2
 from mcp.shared.auth import InvalidRedirectUriError, OAuthClientInformationFull
 from pydantic import AnyUrl, Field, ValidationError
 
+from toolcrib.errors import AddressRefused
+
 __all__ = [
     "MAX_CLIENT_NAME",
     "MAX_DOCUMENT_BYTES",
@@ -147,6 +149,10 @@ async def fetch_client_metadata(
                 body = await _read_capped(response, max_bytes)
     except TimeoutError as exc:
         raise ClientMetadataError(f"the client metadata document took over {seconds:g} s") from exc
+    except AddressRefused as exc:  # link-local, cloud metadata (or private when denied)
+        raise ClientMetadataError(
+            f"the client metadata document is at a refused address: {exc.message}"
+        ) from exc
     except httpx2.HTTPError as exc:
         raise ClientMetadataError(
             f"the client metadata document could not be fetched ({type(exc).__name__})"

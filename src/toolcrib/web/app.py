@@ -19,6 +19,7 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route, Router
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from toolcrib.addresses import guarded_client
 from toolcrib.auth.metadata import protected_resource_metadata, www_authenticate
 from toolcrib.errors import Unauthenticated
 from toolcrib.gateway.authorization import Provider
@@ -124,6 +125,8 @@ def create_app(settings: Settings, *, gateway: Gateway | None = None) -> Starlet
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with _gateway(settings, gateway) as gw:
             provider.bind(gw.db, gw.box, gw.clock)
+            # client ID metadata documents are fetched on someone's behalf: R-13.5's guarded client
+            provider.use_http(lambda: guarded_client(gw.addresses, follow_redirects=True))
             app.state.oauth_provider, app.state.address_limiter = provider, limiter
             control = ControlPlane(gw)
             manager = StreamableHTTPSessionManager(
