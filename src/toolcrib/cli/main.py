@@ -11,6 +11,7 @@ import typer
 from toolcrib.cli import admin
 from toolcrib.cli.approvals import approvals_app
 from toolcrib.cli.common import DatabaseOption, JsonOption, console, emit, fail, run_gateway, settings_for
+from toolcrib.cli.limits import limits_app
 from toolcrib.errors import InBandError, InvalidArguments
 
 if TYPE_CHECKING:  # imported by the commands that run a gateway, never by `--help` (#13)
@@ -53,6 +54,7 @@ app.add_typer(admin.frozen_app, name="frozen")
 app.add_typer(admin.tools_app, name="tools")
 app.add_typer(admin.audit_app, name="audit")
 app.add_typer(approvals_app, name="approvals")
+app.add_typer(limits_app, name="limits")
 try:
     from toolcrib.cli.eval import eval_app
 

@@ -24,7 +24,7 @@ from toolcrib.errors import (
     SchemaChanged,
     UpstreamTimeout,
 )
-from toolcrib.gateway import approvals, audit, reach
+from toolcrib.gateway import approvals, audit, limits, reach
 from toolcrib.gateway.connections import shown_reason, spec_of
 from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.handles import resolve_handle
@@ -104,6 +104,8 @@ async def execute_tool(
     require_allowed(
         _decide(principal, row, record.name, (await gw.policy()).rules, "outbound"), record.public_name
     )
+    # 13a. the rate limits: a call over one reaches nothing upstream and writes no audit row
+    await limits.check_call(gw, principal, account=row.name, tool=record.name)
     # 14. tools/call upstream with a timeout; 15. the audit entry, opened before and closed after
     spec = spec_of(gw, row, principal.member)  # a per-member OAuth connection: the caller's own grant
     call = _call_audited(gw, principal, row, record, risk, exact, spec, approver, interaction)

@@ -3,8 +3,8 @@
 The scope comes from the operation's own classification (:func:`classify_operation`); this table
 gives the permission. Grants fall under ``members:*`` (a grant is a member's credential) and
 frozen parameters under ``connections:write`` (they are part of a connection's configuration);
-approval rules and approving a waiting call under ``restrictions:write`` (like a restriction, an
-approval decides whether a call may run).
+approval rules, approving a waiting call and rate limits under ``restrictions:write`` (like a
+restriction, they decide whether a call may run; reading limits: ``restrictions:read``).
 Reading one's own stored result and diagnosing a missing tool need ``tool:execute``: they serve
 the member who calls tools. Changing an owner also needs ``owners:write``
 (:func:`toolcrib.policy.roles.require_member_change`).
@@ -27,6 +27,8 @@ OPERATIONS: dict[tuple[str, str], str] = {
     **{("restrictions", op): "restrictions:write" for op in ("create", "delete")},
     **{("frozen", op): "connections:write" for op in ("set", "unset")},
     **{("approvals", op): "restrictions:write" for op in ("set", "approve")},
+    ("limits", "list"): "restrictions:read",
+    **{("limits", op): "restrictions:write" for op in ("set", "remove")},
     ("audit", "search"): "audit:read",
     ("results", "read"): "tool:execute",
     ("tools", "diagnose"): "tool:execute",
