@@ -1,6 +1,6 @@
 """The admin console at ``/admin`` (#13): server-rendered pages over the same gateway functions.
 
-Pages: connections, members and tokens, restrictions, approvals, frozen parameters, audit log,
+Pages: connections, members and tokens, restrictions, approvals, rate limits, frozen parameters, audit log,
 search playground, savings. Sign-in, sessions and CSRF: :mod:`.session`; dispatch: :mod:`.handlers`.
 No script runs inline (the CSP forbids it); the one small script and the style sheet are served
 from the package under ``/admin/static``.
@@ -41,7 +41,7 @@ class _Console:
 
 
 def _console() -> ASGIApp:
-    from toolcrib.web.admin import approvals, audit, auth, connections, insight, members, restrictions
+    from toolcrib.web.admin import approvals, audit, auth, connections, insight, limits, members, restrictions
     from toolcrib.web.admin.session import SecurityHeaders
 
     routes = [
@@ -50,6 +50,7 @@ def _console() -> ASGIApp:
         *members.routes(),
         *restrictions.routes(),
         *approvals.routes(),
+        *limits.routes(),
         *audit.routes(),
         *insight.routes(),
         Mount("/static", app=StaticFiles(directory=STATIC), name="admin-static"),

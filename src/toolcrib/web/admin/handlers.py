@@ -44,6 +44,8 @@ DONE: dict[str, str] = {
     "approval_declined": "Declined: the call does not run.",
     "frozen_set": "Parameter frozen.",
     "frozen_unset": "Parameter unfrozen.",
+    "limit_set": "Limit set.",
+    "limit_removed": "Limit removed.",
 }
 """The notices a redirect after an action may name (a fixed set: no text of the URL is shown)."""
 
