@@ -22,10 +22,10 @@ from tests.e2e.inprocess import open_gateway, owner_token, settings_for
 from tests.fuzz.strategies import BIG_NUMBERS, ODD_TEXT
 from tests.web.asgi import MCP_HEADERS, asgi_client, bearer
 from toolcrib.gateway import limits, members
+from toolcrib.gateway.buckets import buckets_for
 from toolcrib.gateway.connections import add_connection
 from toolcrib.gateway.core import Gateway
 from toolcrib.policy.limits import MAX_PER_PERIOD
-from toolcrib.store.limits import buckets_for
 
 pytestmark = pytest.mark.e2e
 
@@ -95,7 +95,7 @@ sane = st.fixed_dictionaries(
 def _malformed(args: dict[str, Any]) -> bool:
     """What the brief calls hostile: bad counts or types, member and role both, tool alone."""
     given_counts = [args[k] for k in ("per_minute", "per_day") if args.get(k) is not None]
-    if not given_counts or args.get("member") is not None and args.get("role") is not None:
+    if not given_counts or (args.get("member") is not None and args.get("role") is not None):
         return True
     if args.get("tool") is not None and args.get("account") is None:
         return True

@@ -3,13 +3,15 @@ SQLite; atomic per bucket under concurrency, all-or-nothing per call."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator
 
 import anyio
 import pytest
 
+from toolcrib.gateway import buckets as store
 from toolcrib.policy.limits import LimitRule, Spend, spends
-from toolcrib.store import limits as store
+from toolcrib.store import limits as rule_store
 from toolcrib.store.database import Database
 
 pytestmark = pytest.mark.anyio
@@ -97,11 +99,17 @@ async def test_r7_10_housekeeping_forgets_rested_buckets_only(replicas: tuple[Da
 
 async def test_r7_10_rules_are_replaced_by_target_and_removed(replicas: tuple[Database, Database]) -> None:
     db = replicas[0]
-    await store.insert_rule(db, LimitRule("rul_a", role="member", per_minute=3))
-    await store.insert_rule(db, LimitRule("rul_b", role="member", per_minute=5))
-    await store.insert_rule(db, LimitRule("rul_c", account="desk", tool="echo", per_day=9))
-    rules = await store.list_rules(replicas[1])
-    assert [(r.id, r.per_minute, r.per_day) for r in rules] == [("rul_b", 5, None), ("rul_c", None, 9)]
-    assert await store.delete_rule(db, "rul_b")
-    assert not await store.delete_rule(db, "rul_b")
-    assert [r.id for r in await store.list_rules(db)] == ["rul_c"]
+    for rule in (
+        LimitRule("rul_a", role="member", per_minute=3),
+        LimitRule("rul_b", role="member", per_minute=5),
+        LimitRule("rul_c", account="desk", tool="echo", per_day=9),
+    ):
+        await rule_store.insert_rule(db, dataclasses.asdict(rule))
+    rules = await rule_store.list_rules(replicas[1])
+    assert [(r["id"], r["per_minute"], r["per_day"]) for r in rules] == [
+        ("rul_b", 5, None),
+        ("rul_c", None, 9),
+    ]
+    assert await rule_store.delete_rule(db, "rul_b")
+    assert not await rule_store.delete_rule(db, "rul_b")
+    assert [r["id"] for r in await rule_store.list_rules(db)] == ["rul_c"]

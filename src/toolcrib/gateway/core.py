@@ -25,6 +25,7 @@ import anyio
 from toolcrib.auth.tokens import new_instance_id
 from toolcrib.catalog.records import ExactRecord, canonical_json
 from toolcrib.errors import StoreError
+from toolcrib.gateway.buckets import buckets_for
 from toolcrib.gateway.cards import CardCache
 from toolcrib.gateway.meaning import LiveIndex, Meaning, load_meaning
 from toolcrib.policy.approvals import ApprovalRule
@@ -109,7 +110,7 @@ class Gateway:
         self.listing_bytes: dict[str, int] = {}  # public name -> bytes of its flat tools/list entry
         self._upstreams: Upstreams | None = None
         self._policy = PolicySnapshot()
-        self.buckets = limit_store.buckets_for(db)  # rate-limit buckets (R-7.10)
+        self.buckets = buckets_for(db)  # rate-limit buckets (R-7.10)
         self.jwt_verifier: JWTVerifier | None = _jwt_verifier(settings)
         self.audit_rows_written = 0
         self.instance = Instance(id=new_instance_id(), host=socket.gethostname(), pid=os.getpid())
@@ -438,13 +439,17 @@ class Gateway:
             frozen,
             loaded_at=self.clock() or 1e-9,
             approval_rules=approval_rules,
-            limit_rules=tuple(await limit_store.list_rules(self.db)),
+            limit_rules=tuple(LimitRule(**_limit_fields(r)) for r in await limit_store.list_rules(self.db)),
         )
 
     def risk_of(self, policy: PolicySnapshot, stored: StoredTool) -> str:
         """The classification of a tool (R-7.4), the admin override winning."""
         record = stored.record
         return classify(record.name, record.annotations, policy.overrides.get((record.account, record.name)))
+
+
+def _limit_fields(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: row[k] for k in LimitRule.__slots__}
 
 
 def _listing_entry_bytes(record: ExactRecord) -> int:

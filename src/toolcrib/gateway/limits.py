@@ -89,7 +89,7 @@ async def set_limit(
         raise NotFound(f"connection {account!r} has no tool {tool!r}")
     if await store.count_rules(gw.db) >= MAX_RULES:
         raise ConfigError(f"at most {MAX_RULES} limits; remove one first")
-    await store.insert_rule(gw.db, rule)
+    await store.insert_rule(gw.db, dataclasses.asdict(rule))
     await gw.reload_policy()
     return rule
 
