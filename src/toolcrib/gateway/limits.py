@@ -19,7 +19,7 @@ from toolcrib.auth.tokens import new_rule_id
 from toolcrib.errors import ConfigError, NotFound, RateLimited
 from toolcrib.gateway.core import Gateway
 from toolcrib.policy.gates import Principal, require_operation
-from toolcrib.policy.limits import MAX_RULES, LimitRule, Refusal, spends, validate_limit
+from toolcrib.policy.limits import MAX_RULES, MINUTE, LimitRule, Refusal, spends, validate_limit
 from toolcrib.store import limits as store
 from toolcrib.store import members as member_store
 
@@ -49,7 +49,7 @@ async def _check(gw: Gateway, principal: Principal, account: str | None, tool: s
 
 
 def _message(refusal: Refusal) -> str:
-    per = "minute" if refusal.spend.key.split(":")[1] == "m" else "day"
+    per = "minute" if refusal.spend.period == MINUTE else "day"
     return f"over the rate limit ({describe(refusal.spend.rule)}, per {per}); retry later"
 
 

@@ -94,14 +94,17 @@ def _seconds(wait: float) -> int:
     return max(1, int(-(-wait // 1)))
 
 
-def by_address(endpoint: Endpoint, refuse: Refuse = rate_limited_json) -> Endpoint:
+def by_address(
+    endpoint: Endpoint, refuse: Refuse = rate_limited_json, *, limiter: AddressLimiter | None = None
+) -> Endpoint:
     """``endpoint`` limited per client address; a refused request gets ``refuse(request, seconds)``
-    (JSON by default; the console passes its HTML page). Its budget is its own."""
-    limiter: AddressLimiter | None = None
+    (JSON by default; the console passes its HTML page). Its budget is its own: ``limiter``, else
+    one at the gateway's ``signin_per_minute`` made at its first request."""
 
     async def limited(request: Request) -> Response:
         nonlocal limiter
-        limiter = limiter or _limiter_of(request)
+        if limiter is None:  # not ``or``: a limiter that knows no address yet has a length of 0
+            limiter = _limiter_of(request)
         wait = limiter.check(request.client.host if request.client else None)
         if wait is None:
             return await endpoint(request)
@@ -125,7 +128,8 @@ class AddressLimited:
             await self._app(scope, receive, send)
             return
         request = Request(scope)
-        self._limiter = self._limiter or _limiter_of(request)
+        if self._limiter is None:
+            self._limiter = _limiter_of(request)
         wait = self._limiter.check(request.client.host if request.client else None)
         if wait is None:
             await self._app(scope, receive, send)
