@@ -8,9 +8,11 @@ where the gateway's processes can share them:
 
 - PostgreSQL (replicas): the ``rate_buckets`` table, here. A call spends from all of its buckets in ONE
   statement (``INSERT ... ON CONFLICT DO UPDATE ... WHERE <the bucket has room> RETURNING``): each
-  row's check and update are one atomic step, however many replicas call at once. When a bucket
-  refuses, a second statement of the same transaction gives back what the call took from the
-  others and reads the refusing bucket; that runs on the refusal path only.
+  row's check and update are one atomic step, however many replicas call at once, and the
+  statement commits by itself (no ``BEGIN``/``COMMIT``: one round trip). When a bucket refuses,
+  a second statement gives back what the call took from the others and reads the refusing
+  bucket; that runs on the refusal path only. Between the two, a concurrent call of the same
+  member may find the given-back buckets still spent, and be refused a moment early.
 - SQLite (one process): a dictionary in the process (``gateway.buckets``), no database round
   trip at all. Several ``serve --workers`` processes on one SQLite file each count on their own.
 
@@ -68,10 +70,11 @@ async def spend(
 ) -> tuple[set[str], dict[str, float]]:
     """Spend one call from each bucket ``(key, interval, room)``, or from none.
 
-    Returns the keys that moved; when not all did, what they took is given back in the same
-    transaction, and the second item holds the arrival times of the buckets that refused."""
+    Returns the keys that moved; when not all did, a second statement gives back what they took
+    and reads the arrival times of the buckets that refused (the second item). Each statement
+    commits on its own: one round trip for a call that passes."""
     statement, params = _spend_statement(wanted, now)
-    async with db.begin() as conn:
+    async with db.autocommit() as conn:
         taken = {row[0] for row in (await conn.execute(statement, params)).all()}
         if len(taken) == len(wanted):
             return taken, {}
