@@ -13,6 +13,9 @@ Same run, same machine, loopback only:
 - start-up: ``toolcrib serve`` to ``/healthz`` 200 with two connections and idle RSS, on the first
   start of a new organization (its tool vectors encoded) and on restarts (the model loads lazily).
 
+- ``--limits`` (alone): the cost of a rate limit on ``execute_tool`` (``bench/_limit_cost.py``),
+  on SQLite and, with ``--postgres``, on PostgreSQL.
+
 - ContextForge, when ``TOOLCRIB_BENCH_CONTEXTFORGE_VENV`` names a venv that holds it
   (``bench/_contextforge.py``): its stateful and its stateless mode on the same upstream,
   sequential and 16 clients, its CPU per call, start-up and idle RSS; otherwise the report says
@@ -471,13 +474,35 @@ def table(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _limits_only(args: argparse.Namespace) -> None:
+    """``--limits``: the p50 of ``execute_tool`` with a never-refusing limit against none (#21)."""
+    import _limit_cost
+
+    tmp = Path(tempfile.mkdtemp(prefix="tc-limits-"))
+    try:
+        rows = anyio.run(_limit_cost.limit_rows, args, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    out = args.out.with_name("limits.json") if args.out == OUT else args.out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(rows, indent=2, sort_keys=True) + "\n")
+    print(_limit_cost.table(rows))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--calls", type=int, default=300, help="sequential calls per side")
     parser.add_argument("--seconds", type=float, default=10.0, help="seconds of each concurrent run")
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--profile", type=Path, default=None, help="py-spy raw samples into this folder")
+    parser.add_argument(
+        "--limits", action="store_true", help="only the cost of a rate limit (R-7.10): p50 with and without"
+    )
+    parser.add_argument("--postgres", action="store_true", help="with --limits: PostgreSQL too")
     args = parser.parse_args()
+    if args.limits:
+        _limits_only(args)
+        return
     report = anyio.run(run, args)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import httpx2
 from starlette.applications import Starlette
@@ -30,12 +30,18 @@ class Console:
     gw: Gateway
     app: Starlette
     _stack: AsyncExitStack
-    clients: list[httpx2.AsyncClient] = field(default_factory=list)
+    opened: int = 0  # browsers opened so far
 
     async def browser(self, base: str = BASE) -> httpx2.AsyncClient:
-        """A fresh cookie jar, as a new browser would have."""
+        """A fresh cookie jar, as a new browser would have, from an address of its own (the
+        console's sign-in is limited per client address, R-7.10)."""
+        self.opened += 1
+        address = (f"10.13.{self.opened // 250}.{self.opened % 250 + 1}", 50000)
         client = httpx2.AsyncClient(
-            transport=httpx2.ASGITransport(app=self.app), base_url=base, timeout=60, follow_redirects=False
+            transport=httpx2.ASGITransport(app=self.app, client=address),
+            base_url=base,
+            timeout=60,
+            follow_redirects=False,
         )
         await self._stack.enter_async_context(client)
         return client

@@ -77,7 +77,10 @@ def _typed(kind: str, names: tuple[str, ...]) -> st.SearchStrategy[Any]:
 
 
 def _safe(name: str, key: str, value: Any) -> Any:
-    """Never a real program or a host past loopback; never the fuzz's own owner."""
+    """Never a real program or a host past loopback; never the fuzz's own owner; never a rate
+    limit low enough to stop the fuzz's own calls (hostile counts stay hostile)."""
+    if key in ("per_minute", "per_day") and type(value) in (int, float) and 0 < value < 10**6:
+        return value + 10**6
     if not isinstance(value, str):
         return value
     if key == "command":

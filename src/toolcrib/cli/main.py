@@ -12,6 +12,7 @@ from toolcrib.cli import admin
 from toolcrib.cli.approvals import approvals_app
 from toolcrib.cli.common import DatabaseOption, JsonOption, console, emit, fail, run_gateway, settings_for
 from toolcrib.cli.grants import grants_app
+from toolcrib.cli.limits import limits_app
 from toolcrib.errors import InBandError, InvalidArguments
 
 if TYPE_CHECKING:  # imported by the commands that run a gateway, never by `--help` (#13)
@@ -55,6 +56,7 @@ app.add_typer(admin.tools_app, name="tools")
 app.add_typer(admin.audit_app, name="audit")
 app.add_typer(approvals_app, name="approvals")
 app.add_typer(grants_app, name="grants")
+app.add_typer(limits_app, name="limits")
 try:
     from toolcrib.cli.eval import eval_app
 

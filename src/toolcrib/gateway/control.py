@@ -22,6 +22,7 @@ from toolcrib.gateway import (
     connections,
     diagnose,
     grants,
+    limits,
     members,
     pins,
     restrictions,
@@ -293,6 +294,42 @@ async def _ap_approve(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
     return approvals.approval_view(await approvals.approve(gw, a["id"], p))
 
 
+def _whole(value: Any) -> Any:
+    """A count as JSON may spell it (``5.0`` is 5); anything else as it came, for the checks."""
+    return int(value) if isinstance(value, float) and value.is_integer() and abs(value) < 2**53 else value
+
+
+@_op(
+    "limits",
+    "set",
+    "Rate limit calls (R-7.10).",
+    "member role account tool per_minute:integer per_day:integer",
+)
+async def _l_set(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
+    rule = await limits.set_limit(
+        gw,
+        p,
+        member=a.get("member"),
+        role=a.get("role"),
+        account=a.get("account"),
+        tool=a.get("tool"),
+        per_minute=_whole(a.get("per_minute")),
+        per_day=_whole(a.get("per_day")),
+    )
+    return limits.limit_view(rule)
+
+
+@_op("limits", "list", "List rate limits.")
+async def _l_list(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
+    return [limits.limit_view(r) for r in await limits.list_limits(gw, p)]
+
+
+@_op("limits", "remove", "Remove a rate limit.", "id", "id")
+async def _l_remove(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
+    await limits.remove_limit(gw, p, a["id"])
+    return {"removed": a["id"]}
+
+
 def _seconds(value: float | None) -> float | None:
     """A time bound as the store compares it: a float within +-1e15 s (JSON allows any size)."""
     if value is None:
@@ -473,4 +510,6 @@ class ControlPlane:
                 [{**e, "pointer": "/arguments" + (e.get("pointer") or "")} for e in exc.errors],
                 exc.accepted,
             ) from exc
+        if classify_operation(op.operation) != "read":  # a write spends from the caller's limits
+            await limits.check_write(self._gw, principal)
         return {"result": await op.handler(self._gw, principal, checked)}

@@ -26,11 +26,13 @@ from toolcrib.addresses import AddressPolicy
 from toolcrib.auth.tokens import new_instance_id
 from toolcrib.catalog.records import ExactRecord, canonical_json
 from toolcrib.errors import StoreError
+from toolcrib.gateway.buckets import buckets_for
 from toolcrib.gateway.cards import CardCache
 from toolcrib.gateway.meaning import LiveIndex, Meaning, load_meaning
 from toolcrib.policy.approvals import ApprovalRule
 from toolcrib.policy.classify import classify
 from toolcrib.policy.frozen import FrozenValues, load_frozen
+from toolcrib.policy.limits import LimitRule
 from toolcrib.policy.rules import Rule
 from toolcrib.search.index import SearchDoc
 from toolcrib.search.semantic import Encoder
@@ -42,6 +44,7 @@ from toolcrib.store import handles as handle_store
 from toolcrib.store import instances as instance_store
 from toolcrib.store import keys as key_store
 from toolcrib.store import leases as lease_store
+from toolcrib.store import limits as limit_store
 from toolcrib.store import notify
 from toolcrib.store import oauth_server as oauth_store
 from toolcrib.store import policy as policy_store
@@ -70,7 +73,7 @@ _HOUSEKEEPING = "housekeeping"
 
 @dataclass(frozen=True, slots=True)
 class PolicySnapshot:
-    """Restrictions, overrides and frozen values as read at ``loaded_at``."""
+    """Restrictions, overrides, frozen values, approval and rate-limit rules as read at ``loaded_at``."""
 
     rules: tuple[Rule, ...] = ()
     overrides: dict[tuple[str, str], str] = field(default_factory=dict)
@@ -78,6 +81,7 @@ class PolicySnapshot:
     """Secret ones unsealed once, at load (R-9.2): a call merges them with no unsealing of its own."""
     loaded_at: float = 0.0
     approval_rules: tuple[ApprovalRule, ...] = ()
+    limit_rules: tuple[LimitRule, ...] = ()
 
     def frozen_for(self, account: str, tool: str) -> dict[str, Any]:
         return self.frozen_values.values.get((account, tool), {})
@@ -122,6 +126,7 @@ class Gateway:
         self.listing_bytes: dict[str, int] = {}  # public name -> bytes of its flat tools/list entry
         self._upstreams: Upstreams | None = None
         self._policy = PolicySnapshot()
+        self.buckets = buckets_for(db)  # rate-limit buckets (R-7.10)
         self.jwt_verifier: JWTVerifier | None = _jwt_verifier(settings)
         self.audit_rows_written = 0
         self.instance = Instance(id=new_instance_id(), host=socket.gethostname(), pid=os.getpid())
@@ -232,11 +237,13 @@ class Gateway:
     async def housekeep(self) -> bool:
         """One round of housekeeping, if this process holds (or takes) the lease; whether it ran.
 
-        Expired handles and stored results are deleted, calls of dead processes read ``unknown``,
-        and dead processes are forgotten. The lease outlives a few rounds, so a holder that dies is
-        replaced after at most three intervals.
+        Expired handles, stored results and rested rate-limit buckets are deleted, calls of dead
+        processes read ``unknown``, and dead processes are forgotten. The lease outlives a few
+        rounds, so a holder that dies is replaced after at most three intervals.
         """
         now = self.clock()
+        if not self.buckets.shared:  # this process's own rate-limit buckets: its own to prune
+            await self.buckets.prune(now)
         ttl = 3 * self.settings.housekeeping_seconds
         if not await lease_store.acquire(self.db, _HOUSEKEEPING, self.instance.id, now=now, ttl=ttl):
             return False
@@ -246,6 +253,8 @@ class Gateway:
             if not alone:
                 return False
             await self.purge_expired()
+            if self.buckets.shared:
+                await self.buckets.prune(self.clock())
             await self.recover_orphans()
             stale_before = self.clock() - 3 * self.settings.heartbeat_seconds
             await instance_store.prune(self.db, self.instance, stale_before=stale_before)
@@ -448,7 +457,12 @@ class Gateway:
             for r in await approval_store.list_rules(self.db)
         )
         self._policy = PolicySnapshot(
-            rules, overrides, frozen, loaded_at=self.clock() or 1e-9, approval_rules=approval_rules
+            rules,
+            overrides,
+            frozen,
+            loaded_at=self.clock() or 1e-9,
+            approval_rules=approval_rules,
+            limit_rules=tuple(LimitRule(**_limit_fields(r)) for r in await limit_store.list_rules(self.db)),
         )
 
     def frozen_secrets(self, account: str) -> tuple[str, ...]:
@@ -460,6 +474,10 @@ class Gateway:
         """The classification of a tool (R-7.4), the admin override winning."""
         record = stored.record
         return classify(record.name, record.annotations, policy.overrides.get((record.account, record.name)))
+
+
+def _limit_fields(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: row[k] for k in LimitRule.__slots__}
 
 
 def _listing_entry_bytes(record: ExactRecord) -> int:

@@ -25,7 +25,7 @@ from toolcrib.errors import (
     ToolChanged,
     UpstreamTimeout,
 )
-from toolcrib.gateway import approvals, audit, reach
+from toolcrib.gateway import approvals, audit, limits, reach
 from toolcrib.gateway.call_secrets import CallSecrets, redacting_relay
 from toolcrib.gateway.connections import secrets_of, shown_reason, spec_of
 from toolcrib.gateway.core import Gateway
@@ -110,6 +110,8 @@ async def execute_tool(
     require_allowed(
         _decide(principal, row, record.name, (await gw.policy()).rules, "outbound"), record.public_name
     )
+    # 13a. the rate limits: a call over one reaches nothing upstream and writes no audit row
+    await limits.check_call(gw, principal, account=row.name, tool=record.name)
     # 14. tools/call upstream with a timeout; 15. the audit entry, opened before and closed after
     spec = spec_of(gw, row, principal.member)  # a per-member OAuth connection: the caller's own grant
     secrets = [*secrets_of(gw, spec), *hidden.texts]  # the values this call sent, even if changed since

@@ -6,7 +6,9 @@ frozen parameters under ``connections:write``, listing them too (they are part o
 configuration, and only who may change it reads it);
 approval rules and approving a waiting call under ``restrictions:write`` (like a restriction, an
 approval decides whether a call may run); reviewing a changed tool (R-13.4) under
-``connections:write`` (a tool's accepted definition is part of its connection's configuration).
+``connections:write`` (a tool's accepted definition is part of its connection's configuration);
+rate limits under ``restrictions:write`` (like a restriction, they decide whether a call may run;
+reading limits: ``restrictions:read``).
 Reading one's own stored result and diagnosing a missing tool need ``tool:execute``: they serve
 the member who calls tools. Changing an owner also needs ``owners:write``
 (:func:`toolcrib.policy.roles.require_member_change`).
@@ -29,6 +31,8 @@ OPERATIONS: dict[tuple[str, str], str] = {
     **{("restrictions", op): "restrictions:write" for op in ("create", "delete")},
     **{("frozen", op): "connections:write" for op in ("set", "unset", "list")},
     **{("approvals", op): "restrictions:write" for op in ("set", "approve")},
+    ("limits", "list"): "restrictions:read",
+    **{("limits", op): "restrictions:write" for op in ("set", "remove")},
     ("audit", "search"): "audit:read",
     ("results", "read"): "tool:execute",
     ("tools", "diagnose"): "tool:execute",

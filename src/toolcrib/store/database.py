@@ -181,6 +181,24 @@ class Database:
             yield conn
 
     @asynccontextmanager
+    async def autocommit(self) -> AsyncIterator[AsyncConnection]:
+        """PostgreSQL only: a connection whose every statement commits on its own, with no
+        ``BEGIN``/``COMMIT`` round trips (a hot-path statement that is atomic by itself, #21).
+        Failures are translated as in ``begin``."""
+        assert not self.is_sqlite, "autocommit() is for PostgreSQL"
+        try:
+            conn = await (await self.engine.connect()).execution_options(isolation_level="AUTOCOMMIT")
+        except SQLAlchemyError as exc:
+            raise self._translated(exc) from exc
+        try:
+            yield conn
+        except SQLAlchemyError as exc:
+            raise self._translated(exc) from exc
+        finally:
+            with anyio.CancelScope(shield=True):
+                await _quietly_close(conn)
+
+    @asynccontextmanager
     async def _transaction(self, begin: str) -> AsyncIterator[AsyncConnection]:
         deadline = time.monotonic() + self.busy_seconds
         async with self._writer_turn(begin, deadline):

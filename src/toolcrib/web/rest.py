@@ -14,7 +14,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from toolcrib.auth.metadata import www_authenticate
-from toolcrib.errors import InBandError, InvalidArguments, ScopeRequired
+from toolcrib.errors import InBandError, InvalidArguments, RateLimited, ScopeRequired
 from toolcrib.gateway import approvals
 from toolcrib.gateway.control import ControlPlane
 from toolcrib.gateway.faults import in_band
@@ -127,4 +127,6 @@ def _parse(raw: bytes) -> object:
 def _error_response(error: InBandError) -> Response:
     status = status_for(error.code)
     headers = {"Retry-After": "1"} if error.code == "store_busy" else None
+    if isinstance(error, RateLimited):  # whole seconds, as in the in-band ``retry_after``
+        headers = {"Retry-After": str(error.retry_after)}
     return JSONResponse(error.to_payload(), status, headers=headers)

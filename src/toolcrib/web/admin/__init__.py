@@ -1,8 +1,8 @@
 """The admin console at ``/admin`` (#13): server-rendered pages over the same gateway functions.
 
-Pages: connections, members and tokens, restrictions, approvals, frozen parameters, changed tools,
-audit log, search playground, savings. Sign-in, sessions and CSRF: :mod:`.session`; dispatch:
-:mod:`.handlers`.
+Pages: connections, members and tokens, restrictions, approvals, rate limits, frozen parameters,
+changed tools, audit log, search playground, savings. Sign-in, sessions and CSRF: :mod:`.session`;
+dispatch: :mod:`.handlers`.
 No script runs inline (the CSP forbids it); the one small script and the style sheet are served
 from the package under ``/admin/static``.
 """
@@ -49,6 +49,7 @@ def _console() -> ASGIApp:
         changes,
         connections,
         insight,
+        limits,
         members,
         my_grants,
         oauth_start,
@@ -64,6 +65,7 @@ def _console() -> ASGIApp:
         *my_grants.routes(),
         *restrictions.routes(),
         *approvals.routes(),
+        *limits.routes(),
         *audit.routes(),
         *insight.routes(),
         *oauth_start.routes(),

@@ -12,6 +12,7 @@ from starlette.routing import Route
 from toolcrib.errors import Unauthenticated
 from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.identity import authenticate
+from toolcrib.web.address_limits import by_address
 from toolcrib.web.admin.handlers import Ctx, action
 from toolcrib.web.admin.render import first_page, render
 from toolcrib.web.admin.session import (
@@ -80,6 +81,11 @@ async def login(request: Request) -> Response:
     return response
 
 
+def _too_many(request: Request, wait: int) -> Response:
+    """The sign-in form again, 429: this address tried too often (R-7.10)."""
+    return _login(request, status=429, code="rate_limited")
+
+
 async def _logout(ctx: Ctx, form: FormData) -> Response:
     response = RedirectResponse("/admin/login", 303)
     clear_session(response, ctx.request)
@@ -90,6 +96,6 @@ def routes() -> list[Route]:
     return [
         Route("/", index),
         Route("/login", login_page),
-        Route("/login", login, methods=["POST"]),
+        Route("/login", by_address(login, _too_many), methods=["POST"]),  # R-7.10: per address
         Route("/logout", action("connections", _logout), methods=["POST"]),
     ]

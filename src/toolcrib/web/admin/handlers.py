@@ -47,6 +47,8 @@ DONE: dict[str, str] = {
     "frozen_unset": "Parameter unfrozen.",
     "change_accepted": "Change accepted: the tool is searchable and runs again.",
     "change_rejected": "Change rejected: the tool stays held until its server offers another definition.",
+    "limit_set": "Limit set.",
+    "limit_removed": "Limit removed.",
 }
 """The notices a redirect after an action may name (a fixed set: no text of the URL is shown)."""
 

@@ -32,6 +32,7 @@ NAV: tuple[NavItem, ...] = (
     NavItem("members", "Members and tokens", "members:read"),
     NavItem("restrictions", "Restrictions", "restrictions:read"),
     NavItem("approvals", "Approvals", "restrictions:write"),  # who may approve (approvals__approve)
+    NavItem("limits", "Limits", "restrictions:read"),
     NavItem("frozen", "Frozen parameters", "connections:write"),
     NavItem("changes", "Changes", "connections:write"),  # held tool changes
     NavItem("audit", "Audit log", "audit:read"),
