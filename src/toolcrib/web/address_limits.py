@@ -28,7 +28,14 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from toolcrib.policy.limits import MINUTE, next_tat, passes, retry_after
 
-__all__ = ["AddressLimited", "AddressLimiter", "by_address", "rate_limited_json"]
+__all__ = [
+    "AddressLimited",
+    "AddressLimiter",
+    "by_address",
+    "client_address",
+    "rate_limited_json",
+    "too_many",
+]
 
 Endpoint = Callable[[Request], Awaitable[Response]]
 Refuse = Callable[[Request, int], Response | Awaitable[Response]]
@@ -65,6 +72,12 @@ class AddressLimiter:
             self._tat.popitem(last=False)
         return None
 
+    def retry_after(self, bucket: str, address: str) -> int | None:
+        """:meth:`check` for one of several endpoints sharing this limiter, each with its own
+        budget per address (``bucket``): None when the request may pass, else whole seconds."""
+        wait = self.check(f"{bucket}\0{address}")
+        return None if wait is None else _seconds(wait)
+
     def __len__(self) -> int:
         return len(self._tat)
 
@@ -75,6 +88,23 @@ class AddressLimiter:
             if oldest is None or oldest[1] > now:
                 return
             del self._tat[oldest[0]]
+
+
+def client_address(request: Request) -> str:
+    """The address a request came from (``scope["client"]``, which the trusted-proxy middleware
+    rewrites only for a proxy listed in ``trusted_proxies``)."""
+    return request.client.host if request.client else "unknown"
+
+
+def too_many(retry_after: int) -> Response:
+    """The refusal as the OAuth endpoints answer it (RFC 6749's error object; no RFC names this
+    error, so ``rate_limited``, the gateway's own code), with ``Retry-After``."""
+    body = {
+        "error": "rate_limited",
+        "error_description": "too many requests from this address",
+        "retry_after": retry_after,
+    }
+    return JSONResponse(body, 429, headers={"Retry-After": str(retry_after), "Cache-Control": "no-store"})
 
 
 def rate_limited_json(request: Request, wait: int) -> Response:
@@ -105,7 +135,7 @@ def by_address(
         nonlocal limiter
         if limiter is None:  # not ``or``: a limiter that knows no address yet has a length of 0
             limiter = _limiter_of(request)
-        wait = limiter.check(request.client.host if request.client else None)
+        wait = limiter.check(client_address(request))
         if wait is None:
             return await endpoint(request)
         answer = refuse(request, _seconds(wait))
@@ -130,7 +160,7 @@ class AddressLimited:
         request = Request(scope)
         if self._limiter is None:
             self._limiter = _limiter_of(request)
-        wait = self._limiter.check(request.client.host if request.client else None)
+        wait = self._limiter.check(client_address(request))
         if wait is None:
             await self._app(scope, receive, send)
             return

@@ -31,7 +31,7 @@ from toolcrib.logs import RequestLog
 from toolcrib.policy.gates import Principal
 from toolcrib.policy.scopes import SCOPES
 from toolcrib.settings import Settings
-from toolcrib.web.address_limiter import AddressLimiter
+from toolcrib.web.address_limits import AddressLimiter
 from toolcrib.web.admin import admin_mount
 from toolcrib.web.auth_routes import auth_routes
 from toolcrib.web.disconnect import cancel_on_disconnect

@@ -21,7 +21,7 @@ from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.grants import new_session_grant
 from toolcrib.gateway.identity import authenticate
 from toolcrib.policy.gates import Principal
-from toolcrib.web.address_limiter import AddressLimiter, client_address, too_many
+from toolcrib.web.address_limits import AddressLimiter, client_address, too_many
 from toolcrib.web.admin.session import csrf_ok, same_origin
 from toolcrib.web.signin import PATH, safe_next, sign_in
 

@@ -40,7 +40,7 @@ from toolcrib.policy.scopes import SCOPES
 from toolcrib.settings import Settings
 from toolcrib.store import oauth_server as store
 from toolcrib.store.members import hash_token
-from toolcrib.web.address_limiter import AddressLimiter, client_address, too_many
+from toolcrib.web.address_limits import AddressLimiter, client_address, too_many
 
 __all__ = ["MAX_REGISTRATION_BYTES", "authorization_server_routes"]
 

@@ -29,6 +29,7 @@ from toolcrib.gateway import idp
 from toolcrib.gateway.core import Gateway
 from toolcrib.settings import Settings
 from toolcrib.web import signin
+from toolcrib.web.address_limits import by_address
 from toolcrib.web.admin.session import set_session
 
 __all__ = ["CALLBACK_PATH", "COOKIE", "client_for", "routes"]
@@ -51,7 +52,10 @@ def routes(settings: Settings) -> list[Route]:
     idp.check_settings(settings)
     if not settings.oidc_client_id:
         raise ConfigError("TOOLCRIB_OIDC_ISSUER is set but TOOLCRIB_OIDC_CLIENT_ID is not")
-    return [Route(PATH + "/start", start, methods=["GET"]), Route(CALLBACK_PATH, callback, methods=["GET"])]
+    return [  # limited per client address like every sign-in endpoint
+        Route(PATH + "/start", by_address(start), methods=["GET"]),
+        Route(CALLBACK_PATH, by_address(callback), methods=["GET"]),
+    ]
 
 
 def client_for(request: Request) -> OIDCClient:
