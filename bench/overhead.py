@@ -13,8 +13,9 @@ Same run, same machine, loopback only:
 - start-up: ``toolcrib serve`` to ``/healthz`` 200 with two connections and idle RSS, on the first
   start of a new organization (its tool vectors encoded) and on restarts (the model loads lazily).
 
-- ``--limits`` (alone): the cost of a rate limit on ``execute_tool`` (``bench/_limit_cost.py``),
-  on SQLite and, with ``--postgres``, on PostgreSQL.
+- ``--governance`` (alone): what a rate limit with pinned definitions, and an OAuth grant of the
+  gateway's own authorization server, cost ``execute_tool`` against a personal token with neither
+  (``bench/_governance_cost.py``), on SQLite and, with ``--postgres``, on PostgreSQL.
 
 - ContextForge, when ``TOOLCRIB_BENCH_CONTEXTFORGE_VENV`` names a venv that holds it
   (``bench/_contextforge.py``): its stateful and its stateless mode on the same upstream,
@@ -474,19 +475,20 @@ def table(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _limits_only(args: argparse.Namespace) -> None:
-    """``--limits``: the p50 of ``execute_tool`` with a never-refusing limit against none (#21)."""
-    import _limit_cost
+def _governance_only(args: argparse.Namespace) -> None:
+    """``--governance``: the p50 of ``execute_tool`` under a limit with pins, and with an OAuth
+    grant, against a personal token with neither (#21, #22)."""
+    import _governance_cost
 
-    tmp = Path(tempfile.mkdtemp(prefix="tc-limits-"))
+    tmp = Path(tempfile.mkdtemp(prefix="tc-governance-"))
     try:
-        rows = anyio.run(_limit_cost.limit_rows, args, tmp)
+        rows = anyio.run(_governance_cost.governance_rows, args, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    out = args.out.with_name("limits.json") if args.out == OUT else args.out
+    out = args.out.with_name("governance.json") if args.out == OUT else args.out
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(rows, indent=2, sort_keys=True) + "\n")
-    print(_limit_cost.table(rows))
+    print(_governance_cost.table(rows))
 
 
 def main() -> None:
@@ -496,12 +498,14 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--profile", type=Path, default=None, help="py-spy raw samples into this folder")
     parser.add_argument(
-        "--limits", action="store_true", help="only the cost of a rate limit (R-7.10): p50 with and without"
+        "--governance",
+        action="store_true",
+        help="only what a rate limit with pins and an OAuth grant cost execute_tool (p50 against neither)",
     )
-    parser.add_argument("--postgres", action="store_true", help="with --limits: PostgreSQL too")
+    parser.add_argument("--postgres", action="store_true", help="with --governance: PostgreSQL too")
     args = parser.parse_args()
-    if args.limits:
-        _limits_only(args)
+    if args.governance:
+        _governance_only(args)
         return
     report = anyio.run(run, args)
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -13,6 +13,7 @@ import pytest
 
 from tests.admin.console import BASE, Console, console, hidden
 from tests.e2e.inprocess import open_gateway, owner_token, settings_for
+from tests.principals import OPERATOR
 from toolcrib.gateway import limits, members
 from toolcrib.web.address_limits import AddressLimiter
 
@@ -71,7 +72,7 @@ def test_r7_10_the_address_limiter_forgets_idle_addresses_and_stays_bounded() ->
 async def test_r7_10_the_limits_page_lists_adds_and_removes_limits(tmp_path: Path) -> None:
     now = [1_760_000_000.0]
     async with _console(tmp_path, now) as (c, owner):
-        await members.add_member(c.gw, "mia", "member")
+        await members.add_member(c.gw, "mia", "member", actor=OPERATOR)
         http, csrf = await c.signed_in(owner)
         page = await http.get("/admin/limits")
         assert page.status_code == 200

@@ -425,12 +425,15 @@ async def _listing_bytes(org: Org, token: str) -> int:
     return len(json.dumps(tools, separators=(",", ":")).encode())
 
 
-@pytest.mark.parametrize(("admin_surface", "bound"), [("single", 3_000), ("individual", 7_000)])
+# R-10.2's own bound is the single tool's 3,000 bytes. The individual listing's is this project's
+# guard against bloat: 7,000 held 25 operations; #21 added seven that its rules ask for on MCP (tools
+# changes/accept/reject, limits set/list/remove, frozen list), each with its inputSchema: 9,000.
+@pytest.mark.parametrize(("admin_surface", "bound"), [("single", 3_000), ("individual", 9_000)])
 async def test_r10_2_owner_listing_stays_within_its_bound_whatever_is_connected(
     tmp_path: Path, fixture_http: Process, admin_surface: str, bound: int
 ) -> None:
     """R-10.2's 3,000 bytes with the operations behind one ``toolcrib__admin`` tool; listed one by
-    one (R-10.1) they stay compact, under 7,000 (each keeps its inputSchema and annotations)."""
+    one (R-10.1) they stay compact, under 9,000 (each keeps its inputSchema and annotations)."""
     async with organization(tmp_path, fixture_http, admin_surface=admin_surface) as org:
         with_one = await _listing_bytes(org, org.owner)
         for name in ("desk-two", "desk-three"):

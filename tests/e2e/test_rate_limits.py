@@ -20,6 +20,7 @@ from tests.e2e.flow import client
 from tests.e2e.inprocess import open_gateway, owner_token, serve, settings_for
 from tests.e2e.mcpclient import gateway_payload
 from tests.e2e.org import ALL_SCOPES, PREFIX
+from tests.principals import OPERATOR
 from toolcrib.gateway import members
 from toolcrib.gateway.connections import add_connection
 from toolcrib.gateway.core import Gateway
@@ -43,8 +44,8 @@ class Limited:
         return self.calls.read_text().splitlines() if self.calls.exists() else []
 
     async def token(self, name: str, role: str = "member") -> str:
-        await members.add_member(self.gw, name, role)
-        return (await members.create_token(self.gw, name, ALL_SCOPES))[1]
+        await members.add_member(self.gw, name, role, actor=OPERATOR)
+        return (await members.create_token(self.gw, name, ALL_SCOPES, actor=OPERATOR))[1]
 
 
 @asynccontextmanager
@@ -56,7 +57,9 @@ async def _limited(tmp_path: Path) -> AsyncIterator[Limited]:
     async with open_gateway(settings, lambda: now[0]) as gw:
         owner = await owner_token(gw)
         env = {"FIXTURE_CALL_LOG": str(calls)}
-        row = await add_connection(gw, "desk", connector="Helpdesk", command=FIXTURE_SERVER, env=env)
+        row = await add_connection(
+            gw, "desk", connector="Helpdesk", command=FIXTURE_SERVER, env=env, actor=OPERATOR
+        )
         assert row.status == "active", row.reason
         async with serve(gw) as base:
             yield Limited(gw, base, owner, calls, now)

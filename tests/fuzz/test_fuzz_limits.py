@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from tests.conftest import start_fixture_http
 from tests.e2e.inprocess import open_gateway, owner_token, settings_for
 from tests.fuzz.strategies import BIG_NUMBERS, ODD_TEXT
+from tests.principals import OPERATOR
 from tests.web.asgi import MCP_HEADERS, asgi_client, bearer
 from toolcrib.gateway import limits, members
 from toolcrib.gateway.buckets import buckets_for
@@ -52,8 +53,10 @@ def fuzz(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fuzz]:
             portal.wrap_async_context_manager(asgi_client(gw)) as http,
         ):
             owner = portal.call(owner_token, gw)
-            portal.call(members.add_member, gw, "mia", "member")
-            portal.call(lambda: add_connection(gw, "desk", connector="Helpdesk", url=upstream.url))
+            portal.call(members.add_member, gw, "mia", "member", OPERATOR)
+            portal.call(
+                lambda: add_connection(gw, "desk", connector="Helpdesk", url=upstream.url, actor=OPERATOR)
+            )
             yield Fuzz(portal, gw, http, owner)
     finally:
         upstream.stop()
