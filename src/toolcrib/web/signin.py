@@ -25,11 +25,13 @@ from toolcrib.errors import ConfigError, Unauthenticated
 from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.identity import authenticate
 from toolcrib.policy.gates import Principal
+from toolcrib.settings import Settings
 
 __all__ = [
     "COOKIE",
     "PATH",
     "form_ok",
+    "idp_label",
     "login_url",
     "safe_next",
     "session_csrf",
@@ -41,6 +43,15 @@ __all__ = [
 COOKIE = "toolcrib_auth"
 PATH = "/auth"
 MAX_AGE_SECONDS = 8 * 3600
+
+
+def idp_label(settings: Settings) -> str | None:
+    """The organization's identity provider as the sign-in buttons name it (R-7.8), when one is
+    set: ``oidc_label``, else the issuer's host name."""
+    issuer = settings.oidc_issuer
+    if not issuer:
+        return None
+    return settings.oidc_label or urlsplit(issuer).hostname or issuer
 
 
 def _secure(request: Request) -> bool:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit
-
 from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
@@ -25,6 +23,7 @@ from toolcrib.web.admin.session import (
     set_login_nonce,
     set_session,
 )
+from toolcrib.web.signin import idp_label
 
 __all__ = ["routes"]
 
@@ -48,18 +47,10 @@ async def login_page(request: Request) -> Response:
 def _login(request: Request, *, status: int = 200, code: str | None = None) -> Response:
     """The sign-in form with its double-submit nonce (cookie and hidden field alike)."""
     nonce = login_nonce(request)
-    idp = _idp_label(request.app.state.gateway)
+    idp = idp_label(request.app.state.gateway.settings)
     response = render(request, "login.html", status=status, code=code, nonce=nonce, idp=idp)
     set_login_nonce(response, request, nonce)
     return response
-
-
-def _idp_label(gw: Gateway) -> str | None:
-    """The organization's identity provider as its button names it (R-7.8), when one is set."""
-    issuer = gw.settings.oidc_issuer
-    if not issuer:
-        return None
-    return gw.settings.oidc_label or urlsplit(issuer).hostname or issuer
 
 
 async def login(request: Request) -> Response:
