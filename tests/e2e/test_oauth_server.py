@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx2
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from tests.conftest import Process
 from tests.e2e.mcpclient import gateway_payload
@@ -23,6 +23,7 @@ from tests.e2e.org import Org, names_of, organization, rpc
 from tests.principals import OPERATOR
 from toolcrib.gateway import members
 from toolcrib.store.tables import audit, grants
+from toolcrib.store.tables import members as members_table
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
 
@@ -152,3 +153,31 @@ async def test_r7_9_a_suspended_members_grant_stops_on_its_next_call_refresh_inc
         )
         assert again.json()["error"] == "invalid_grant"
         assert all(g.revoked_at is not None for g in await grant_rows(o, "alice"))
+
+
+async def test_r7_8_a_refresh_applies_the_mapping_again_and_refuses_a_member_mapped_to_no_role(
+    tmp_path: Path, fixture_http: Process
+) -> None:
+    """At every refresh the member is checked again (``idp.refresh_member``): one whose identity
+    provider's groups now map to no role (guest, not pinned) gets no new tokens."""
+    async with org(tmp_path, fixture_http) as o:
+        storage = MemoryStorage()
+        await connect_with_oauth(o, Person(o.base, await o.token("alice")), storage)
+        assert storage.tokens is not None
+        first = storage.tokens.refresh_token or ""
+        renewed = await token_post(o.base, grant_type="refresh_token", refresh_token=first, **creds(storage))
+        assert renewed.status_code == 200, renewed.text
+        async with o.gw.db.begin() as conn:  # as a sign-in that found no mapped group left it
+            await conn.execute(
+                update(members_table)
+                .where(members_table.c.name == "alice")
+                .values(source="oidc", role="guest")
+            )
+        refused = await token_post(
+            o.base,
+            grant_type="refresh_token",
+            refresh_token=renewed.json()["refresh_token"],
+            **creds(storage),
+        )
+        assert refused.status_code == 400
+        assert refused.json()["error"] == "invalid_grant"

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
@@ -45,7 +45,7 @@ from toolcrib.auth.clients import (
     fetch_client_metadata,
     is_document_url,
 )
-from toolcrib.errors import ConfigError
+from toolcrib.errors import ConfigError, SignInRefused
 from toolcrib.policy.scopes import SCOPES
 from toolcrib.store import oauth_server as store
 from toolcrib.store.crypto import SecretBox
@@ -127,6 +127,9 @@ class Provider:
         self._refresh_seconds = refresh_days * 86400
         self._http = http or (lambda: httpx2.AsyncClient(follow_redirects=False))
         self.registering_from: Callable[[], str | None] = lambda: None
+        self.member_check: Callable[[str], Awaitable[object]] | None = None
+        """Asked at every refresh whether the grant's member may still have one: the identity
+        provider's mapping applied again (R-7.8, ``idp.refresh_member``); SignInRefused refuses."""
 
     def bind(self, db: Database, box: SecretBox, clock: Callable[[], float]) -> None:
         """The store, key and clock of the gateway, once it is open (the app's lifespan)."""
@@ -322,6 +325,11 @@ class Provider:
     async def exchange_refresh_token(
         self, client: OAuthClientInformationFull, refresh_token: GrantRefreshToken, scopes: list[str]
     ) -> OAuthToken:
+        if self.member_check is not None and refresh_token.subject:
+            try:
+                await self.member_check(refresh_token.subject)
+            except SignInRefused as exc:  # suspended, removed, or mapped to no role any more
+                raise TokenError("invalid_grant", exc.message) from exc
         tokens = self._new_tokens()
         if not await store.rotate_refresh(
             self.db, refresh_token.token, refresh_token.grant_id, tokens, self.clock()

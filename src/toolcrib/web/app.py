@@ -7,6 +7,7 @@ import json
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any
 
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
@@ -22,6 +23,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from toolcrib.addresses import guarded_client
 from toolcrib.auth.metadata import protected_resource_metadata, www_authenticate
 from toolcrib.errors import Unauthenticated
+from toolcrib.gateway import idp
 from toolcrib.gateway.authorization import Provider
 from toolcrib.gateway.control import ControlPlane
 from toolcrib.gateway.core import Gateway
@@ -127,6 +129,7 @@ def create_app(settings: Settings, *, gateway: Gateway | None = None) -> Starlet
             provider.bind(gw.db, gw.box, gw.clock)
             # client ID metadata documents are fetched on someone's behalf: R-13.5's guarded client
             provider.use_http(lambda: guarded_client(gw.addresses, follow_redirects=True))
+            provider.member_check = partial(idp.refresh_member, gw)  # R-7.8: mapped again at refresh
             app.state.oauth_provider, app.state.address_limiter = provider, limiter
             control = ControlPlane(gw)
             manager = StreamableHTTPSessionManager(
