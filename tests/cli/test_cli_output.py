@@ -6,12 +6,14 @@ from tests.conftest import cli
 
 
 def test_error_message_keeps_its_brackets(db_url: str) -> None:
+    cli(db_url, "init")  # the command line acts as the organization's owner (#21)
     out = cli(db_url, "connections", "add", "Bad Name", "--connector", "X", "--command", "x", check=False)
     assert out.returncode == 1
     assert "^[a-z0-9][a-z0-9-]{0,39}$" in out.stderr
 
 
 def test_table_cells_keep_their_brackets(db_url: str) -> None:
+    cli(db_url, "init")
     added = cli(
         db_url,
         "connections",

@@ -28,6 +28,13 @@ CRM_TOOLS = [
         False,
     ),
     ("delete_contact", "Delete a contact by id.", {"contact_id": {"type": "string"}}, ["contact_id"], False),
+    (
+        "sync_contacts",
+        "Sync the contacts of a mailing list.",
+        {"list_id": {"type": "string"}, "api_key": {"type": "string"}},
+        ["list_id"],
+        False,
+    ),
     ("purge_all", "Delete every contact.", {}, [], False),
 ]
 

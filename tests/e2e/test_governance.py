@@ -456,6 +456,8 @@ async def test_r10_1_tools_list_names_only_the_operations_the_caller_may_use(
             "connections__get",
             "results__read",
             "tools__diagnose",
+            "grants__list",  # their own grants: every member lists and revokes them
+            "grants__revoke",
         }
         owner_ops = {n for n in await org.listed(org.owner) if n.startswith(PREFIX)}
         assert PREFIX + "members__invite" in owner_ops

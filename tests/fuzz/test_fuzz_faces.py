@@ -132,7 +132,9 @@ def _served(portal: BlockingPortal, gw: Any, upstream: str) -> Iterator[Fuzz]:
         portal.wrap_async_context_manager(httpx2.AsyncClient(base_url=base, timeout=60)) as socket,
     ):
         owner = portal.call(owner_token, gw)
-        portal.call(functools.partial(add_connection, gw, "desk", connector="Helpdesk", url=upstream))
+        portal.call(
+            functools.partial(add_connection, gw, "desk", connector="Helpdesk", url=upstream, actor=OPERATOR)
+        )
         names = portal.call(_seed, gw, upstream)
         yield Fuzz(portal, asgi, socket, owner, names)
 

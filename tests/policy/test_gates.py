@@ -129,6 +129,7 @@ def test_r10_1_every_operation_has_a_permission() -> None:
         "results",
         "tools",
         "approvals",
+        "limits",
     }
     assert permission_for("members", "update_role") == "members:write"
     assert permission_for("approvals", "approve") == "restrictions:write"
