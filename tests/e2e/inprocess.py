@@ -49,10 +49,16 @@ async def serve(gw: Gateway, port: int | None = None) -> AsyncIterator[str]:
     """Serve ``gw`` on ``port`` (a free loopback port by default); yields the base URL."""
     port = port or free_port()
     settings = gw.settings.model_copy(update={"port": port})
-    config = uvicorn.Config(
-        create_app(settings, gateway=gw), host="127.0.0.1", port=port, log_level="warning"
-    )
-    server = uvicorn.Server(config)
+    async with serve_asgi(create_app(settings, gateway=gw), port) as base:
+        yield base
+
+
+@asynccontextmanager
+async def serve_asgi(app: Any, port: int | None = None) -> AsyncIterator[str]:
+    """Any ASGI app served by uvicorn on ``port`` (a free loopback port by default) in the test's
+    own event loop, for the block's length; yields its base URL."""
+    port = port or free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     async with anyio.create_task_group() as tg:
         tg.start_soon(server.serve)
         with anyio.fail_after(20):

@@ -30,6 +30,8 @@ from mcp.shared.auth import (
 )
 from pydantic import AnyUrl
 
+from tests.e2e.inprocess import serve_asgi
+
 REDIRECT = "http://127.0.0.1:9/callback"  # nothing listens: the person never follows it
 
 
@@ -174,25 +176,8 @@ async def register(http: httpx2.AsyncClient, base: str, **metadata: Any) -> dict
     return registered
 
 
-@asynccontextmanager
-async def serve_app(app: Any) -> AsyncIterator[str]:
-    """Any ASGI app on a free loopback port (a client's metadata documents, say); its base URL."""
-    import anyio
-    import uvicorn
-
-    from tests.conftest import free_port
-
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(server.serve)
-        with anyio.fail_after(20):
-            while not server.started:  # noqa: ASYNC110 - uvicorn offers a flag, not an event; bounded above
-                await anyio.sleep(0.02)
-        try:
-            yield f"http://127.0.0.1:{port}"
-        finally:
-            server.should_exit = True
+serve_app = serve_asgi
+"""Any ASGI app on a free loopback port (a client's metadata documents, say); its base URL."""
 
 
 def authorize_url(base: str, client_id: str, challenge: str | None, **params: str) -> str:

@@ -13,21 +13,19 @@ from __future__ import annotations
 import json
 import subprocess
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-import anyio
 import httpx2
 import pytest
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from tests.conftest import PYTHON, ROOT, cli, env_for, free_port, key_env
-from tests.e2e.inprocess import open_gateway, owner_token, serve, settings_for
+from tests.e2e.inprocess import open_gateway, owner_token, serve, serve_asgi, settings_for
 from tests.e2e.mcpclient import connect, gateway_payload
 from tests.netguard import LOG_ENV, Recorder, loopback_only
 from tests.principals import OPERATOR
@@ -208,18 +206,8 @@ def _oauth_upstream(port: int, authorization_server: str) -> Starlette:
     )
 
 
-@asynccontextmanager
-async def serving(app: Starlette, port: int) -> AsyncIterator[str]:
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(server.serve)
-        with anyio.fail_after(20):
-            while not server.started:  # noqa: ASYNC110 - uvicorn offers a flag, not an event; bounded above
-                await anyio.sleep(0.02)
-        try:
-            yield f"http://127.0.0.1:{port}"
-        finally:
-            server.should_exit = True
+def serving(app: Starlette, port: int) -> AbstractAsyncContextManager[str]:
+    return serve_asgi(app, port)
 
 
 @pytest.mark.parametrize(

@@ -18,10 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urljoin
 
-import anyio
 import httpx2
 import pytest
-import uvicorn
 
 from tests.auth.oidc_provider import (
     CLIENT_ID,
@@ -33,7 +31,7 @@ from tests.auth.oidc_provider import (
     to_callback,
 )
 from tests.conftest import Process, free_port
-from tests.e2e.inprocess import open_gateway, owner_token, settings_for
+from tests.e2e.inprocess import open_gateway, owner_token, serve, settings_for
 from tests.e2e.mcpclient import gateway_payload
 from tests.e2e.oauth_person import MemoryStorage, Person, sdk_client, sdk_provider
 from tests.e2e.org import names_of, rpc
@@ -42,7 +40,6 @@ from toolcrib.gateway import members
 from toolcrib.gateway.connections import add_connection
 from toolcrib.gateway.core import Gateway
 from toolcrib.store import members as member_store
-from toolcrib.web.app import create_app
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
 
@@ -83,20 +80,8 @@ async def gateway(world: World, tmp_path: Path, upstream: Process) -> AsyncItera
         await owner_token(gw)
         row = await add_connection(gw, "desk", connector="Helpdesk", url=upstream.url, actor=OPERATOR)
         assert row.status == "active", row.reason
-        server = uvicorn.Server(
-            uvicorn.Config(
-                create_app(settings, gateway=gw), host="127.0.0.1", port=world.port, log_level="warning"
-            )
-        )
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(server.serve)
-            with anyio.fail_after(30):
-                while not server.started:  # noqa: ASYNC110 - uvicorn offers a flag, not an event
-                    await anyio.sleep(0.02)
-            try:
-                yield gw
-            finally:
-                server.should_exit = True
+        async with serve(gw, world.port):
+            yield gw
 
 
 @dataclass

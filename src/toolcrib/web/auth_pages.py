@@ -23,6 +23,7 @@ from toolcrib.gateway.identity import authenticate
 from toolcrib.policy.gates import Principal
 from toolcrib.web.address_limits import AddressLimiter, client_address, too_many
 from toolcrib.web.admin.session import csrf_ok, same_origin
+from toolcrib.web.cookies import is_secure
 from toolcrib.web.signin import PATH, idp_label, safe_next, sign_in
 
 __all__ = ["csp", "csrf_refused", "login", "login_page", "page"]
@@ -89,8 +90,9 @@ def _login_form(request: Request, next_path: str, *, status: int = 200, code: st
         next=next_path,
         idp=idp_label(gw.settings),
     )
-    secure = request.url.scheme == "https" or (gw.settings.public_url or "").startswith("https://")
-    response.set_cookie(LOGIN_NONCE, nonce, path=PATH, secure=secure, httponly=True, samesite="strict")
+    response.set_cookie(
+        LOGIN_NONCE, nonce, path=PATH, secure=is_secure(request), httponly=True, samesite="strict"
+    )
     return response
 
 

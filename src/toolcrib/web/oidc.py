@@ -31,6 +31,7 @@ from toolcrib.settings import Settings
 from toolcrib.web import signin
 from toolcrib.web.address_limits import by_address
 from toolcrib.web.admin.session import set_session
+from toolcrib.web.cookies import is_secure
 
 __all__ = ["CALLBACK_PATH", "COOKIE", "client_for", "routes"]
 
@@ -91,10 +92,6 @@ def _for_console(next_path: str) -> bool:
     return next_path == "/admin" or next_path.startswith("/admin/")
 
 
-def _secure(request: Request, gw: Gateway) -> bool:
-    return request.url.scheme == "https" or (gw.settings.public_url or "").startswith("https://")
-
-
 async def start(request: Request) -> Response:
     gw: Gateway = request.app.state.gateway
     next_path = safe_next(request.query_params.get("next"))
@@ -105,7 +102,7 @@ async def start(request: Request) -> Response:
     response = RedirectResponse(url, 303, headers={"Cache-Control": "no-store"})
     response.set_cookie(
         COOKIE, gw.box.seal(pending.to_json()), max_age=int(PENDING_SECONDS), path=PATH,
-        secure=_secure(request, gw), httponly=True, samesite="lax",
+        secure=is_secure(request), httponly=True, samesite="lax",
     )  # fmt: skip
     return response
 
@@ -135,7 +132,7 @@ async def callback(request: Request) -> Response:
         else:
             response = RedirectResponse(next_path, 303, headers={"Cache-Control": "no-store"})
             signin.sign_in(response, request, gw, token)
-    response.delete_cookie(COOKIE, path=PATH, secure=_secure(request, gw), httponly=True, samesite="lax")
+    response.delete_cookie(COOKIE, path=PATH, secure=is_secure(request), httponly=True, samesite="lax")
     return response
 
 

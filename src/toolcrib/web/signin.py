@@ -26,6 +26,7 @@ from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.identity import authenticate
 from toolcrib.policy.gates import Principal
 from toolcrib.settings import Settings
+from toolcrib.web.cookies import is_secure, set_sealed_session
 
 __all__ = [
     "COOKIE",
@@ -54,29 +55,22 @@ def idp_label(settings: Settings) -> str | None:
     return settings.oidc_label or urlsplit(issuer).hostname or issuer
 
 
-def _secure(request: Request) -> bool:
-    public = request.app.state.gateway.settings.public_url or ""
-    return request.url.scheme == "https" or public.startswith("https://")
-
-
 def sign_in(response: Response, request: Request, gw: Gateway, token: str) -> None:
     """Set the sign-in cookie holding ``token`` (a session grant's token), sealed."""
-    import secrets
-
-    sealed = gw.box.seal({"token": token, "csrf": secrets.token_urlsafe(24), "iat": gw.clock()})
-    response.set_cookie(
-        COOKIE,
-        sealed,
-        max_age=MAX_AGE_SECONDS,
+    set_sealed_session(
+        response,
+        request,
+        gw,
+        name=COOKIE,
         path=PATH,
-        secure=_secure(request),
-        httponly=True,
+        max_age=MAX_AGE_SECONDS,
         samesite="lax",
+        data={"token": token},
     )
 
 
 def sign_out(response: Response, request: Request) -> None:
-    response.delete_cookie(COOKIE, path=PATH, secure=_secure(request), httponly=True, samesite="lax")
+    response.delete_cookie(COOKIE, path=PATH, secure=is_secure(request), httponly=True, samesite="lax")
 
 
 def _opened(request: Request, gw: Gateway) -> dict[str, object] | None:

@@ -31,7 +31,8 @@ from toolcrib.gateway.oauth_binding import (
 )
 from toolcrib.policy.gates import Principal
 from toolcrib.web.admin.render import render
-from toolcrib.web.admin.session import _secure, csp_sending_forms_to, csrf_ok, open_session, same_origin
+from toolcrib.web.admin.session import csp_sending_forms_to, csrf_ok, open_session, same_origin
+from toolcrib.web.cookies import is_secure
 from toolcrib.web.oauth_callback import BROWSER_COOKIE
 from toolcrib.web.rest import status_for
 
@@ -63,7 +64,7 @@ def _page(request: Request, offer: StartOffer, *, status: int = 200, code: str |
         NONCE_COOKIE,
         nonce,
         path=START_PATH.rstrip("/"),
-        secure=_secure(request),
+        secure=is_secure(request),
         httponly=True,
         samesite="strict",
     )
@@ -99,7 +100,7 @@ async def confirm(request: Request) -> Response:
         browser,
         max_age=int(gw.settings.upstream_oauth_pending_seconds) + 60,
         path=callback_cookie_path(gw),
-        secure=_secure(request),
+        secure=is_secure(request),
         httponly=True,
         samesite="lax",  # sent with the provider's top-level redirect back to the callback
     )

@@ -23,6 +23,7 @@ from toolcrib.errors import ConfigError, Unauthenticated
 from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.identity import authenticate
 from toolcrib.policy.gates import Principal
+from toolcrib.web.cookies import is_secure, set_sealed_session
 
 __all__ = [
     "COOKIE",
@@ -65,32 +66,24 @@ class Session:
     csrf: str
 
 
-def _secure(request: Request) -> bool:
-    """Over https: reached so, or through a trusted proxy that ended TLS (``web.proxies``), or
-    for a public ``https://`` URL."""
-    public = request.app.state.gateway.settings.public_url or ""
-    return request.url.scheme == "https" or public.startswith("https://")
-
-
 def set_session(response: Response, request: Request, gw: Gateway, token: str, *, sso: bool = False) -> None:
     """Sign the browser in to the console with ``token``: a personal access token pasted on the
     sign-in page, or (``sso``) the sign-in session grant the identity provider's callback minted,
     which is no bearer token anywhere else (R-7.8)."""
-    data = {"token": token, "csrf": secrets.token_urlsafe(24), "iat": gw.clock(), "sso": sso}
-    sealed = gw.box.seal(data)
-    response.set_cookie(
-        COOKIE,
-        sealed,
-        max_age=MAX_AGE_SECONDS,
+    set_sealed_session(
+        response,
+        request,
+        gw,
+        name=COOKIE,
         path=PATH,
-        secure=_secure(request),
-        httponly=True,
+        max_age=MAX_AGE_SECONDS,
         samesite="strict",
+        data={"token": token, "sso": sso},
     )
 
 
 def clear_session(response: Response, request: Request) -> None:
-    response.delete_cookie(COOKIE, path=PATH, secure=_secure(request), httponly=True, samesite="strict")
+    response.delete_cookie(COOKIE, path=PATH, secure=is_secure(request), httponly=True, samesite="strict")
 
 
 async def open_session(request: Request, gw: Gateway) -> Session | None:
@@ -120,7 +113,7 @@ def login_nonce(request: Request) -> str:
 
 def set_login_nonce(response: Response, request: Request, nonce: str) -> None:
     response.set_cookie(
-        LOGIN_COOKIE, nonce, path=PATH, secure=_secure(request), httponly=True, samesite="strict"
+        LOGIN_COOKIE, nonce, path=PATH, secure=is_secure(request), httponly=True, samesite="strict"
     )
 
 

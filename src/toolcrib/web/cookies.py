@@ -1,0 +1,45 @@
+"""The gateway's browser cookies: when they are ``Secure``, and a sealed session cookie.
+
+One answer to "is this browser on https": reached over https, or through a trusted proxy that ended
+TLS (``web.proxies`` rewrites the scheme only for one listed in ``trusted_proxies``), or a public
+``https://`` URL. Every cookie the gateway sets (the console's session and sign-in nonce, the
+``/auth`` sign-in, the identity provider's pending sign-in, an upstream authorization's browser
+binding) takes its ``Secure`` flag from :func:`is_secure`.
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any, Literal
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from toolcrib.gateway.core import Gateway
+
+__all__ = ["is_secure", "set_sealed_session"]
+
+
+def is_secure(request: Request) -> bool:
+    """Whether the browser reaches this gateway over https (so its cookies are ``Secure``)."""
+    public = request.app.state.gateway.settings.public_url or ""
+    return request.url.scheme == "https" or public.startswith("https://")
+
+
+def set_sealed_session(
+    response: Response,
+    request: Request,
+    gw: Gateway,
+    *,
+    name: str,
+    path: str,
+    max_age: int,
+    samesite: Literal["lax", "strict"],
+    data: dict[str, Any],
+) -> None:
+    """A session cookie: ``data`` with a fresh CSRF nonce and the time it was issued, sealed with
+    the gateway's key (encrypted and authenticated), ``HttpOnly``, limited to ``path``."""
+    sealed = gw.box.seal({**data, "csrf": secrets.token_urlsafe(24), "iat": gw.clock()})
+    response.set_cookie(
+        name, sealed, max_age=max_age, path=path, secure=is_secure(request), httponly=True, samesite=samesite
+    )
