@@ -126,10 +126,7 @@ def create_app(settings: Settings, *, gateway: Gateway | None = None) -> Starlet
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with _gateway(settings, gateway) as gw:
-            provider.bind(gw.db, gw.box, gw.clock)
-            # client ID metadata documents are fetched on someone's behalf: R-13.5's guarded client
-            provider.use_http(lambda: guarded_client(gw.addresses, follow_redirects=True))
-            provider.member_check = partial(idp.refresh_member, gw)  # R-7.8: mapped again at refresh
+            _bind_authorization_server(provider, gw)
             app.state.oauth_provider, app.state.address_limiter = provider, limiter
             control = ControlPlane(gw)
             manager = StreamableHTTPSessionManager(
@@ -149,16 +146,6 @@ def create_app(settings: Settings, *, gateway: Gateway | None = None) -> Starlet
                 oidc = getattr(app.state, "oidc", None)  # the identity provider's client, once used
                 if oidc is not None:
                     await oidc.aclose()
-
-    async def healthz(request: Request) -> Response:
-        gw: Gateway = request.app.state.gateway
-        states: dict[str, int] = {}
-        for row in gw.connections.values():
-            states[row.status] = states.get(row.status, 0) + 1
-        meaning: dict[str, Any] = {"meaning": "up", "model_loaded": gw.meaning.loaded}
-        if not gw.meaning.up:
-            meaning = {"meaning": "down", "reason": gw.meaning.reason or "unknown"}
-        return JSONResponse({"status": "ok", "connections": states, **meaning})
 
     async def resource_metadata(request: Request) -> Response:
         # This gateway is the authorization server of its /mcp (R-7.7); an external issuer's JWTs
@@ -202,6 +189,25 @@ def create_app(settings: Settings, *, gateway: Gateway | None = None) -> Starlet
         ],
         lifespan=lifespan,
     )
+
+
+def _bind_authorization_server(provider: Provider, gw: Gateway) -> None:
+    """The authorization server of /mcp on the open gateway's store, key and clock."""
+    provider.bind(gw.db, gw.box, gw.clock)
+    # client ID metadata documents are fetched on someone's behalf: R-13.5's guarded client
+    provider.use_http(lambda: guarded_client(gw.addresses, follow_redirects=True))
+    provider.member_check = partial(idp.refresh_member, gw)  # R-7.8: mapped again at refresh
+
+
+async def healthz(request: Request) -> Response:
+    gw: Gateway = request.app.state.gateway
+    states: dict[str, int] = {}
+    for row in gw.connections.values():
+        states[row.status] = states.get(row.status, 0) + 1
+    meaning: dict[str, Any] = {"meaning": "up", "model_loaded": gw.meaning.loaded}
+    if not gw.meaning.up:
+        meaning = {"meaning": "down", "reason": gw.meaning.reason or "unknown"}
+    return JSONResponse({"status": "ok", "connections": states, **meaning})
 
 
 def _oidc_routes(settings: Settings) -> list[Route]:

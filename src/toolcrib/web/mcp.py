@@ -129,6 +129,11 @@ def build_mcp_server(gw: Gateway, control: ControlPlane, telemetry: Telemetry) -
     # The SDK checks a tools/call's ``Mcp-Param-*`` headers against the tool's inputSchema; without
     # this lookup it finds the schema by running the whole ``tools/list`` handler on every call (#12).
     schemas: dict[str, Any] = {**meta_schemas, **{n: op.input_schema for n, op in control.all_operations()}}
+    return _server(on_list_tools, on_call_tool, levels.on_set_level, schemas)
+
+
+def _server(on_list_tools: Any, on_call_tool: Any, on_set_level: Any, schemas: dict[str, Any]) -> Server[Any]:
+    """The SDK's low-level server over the handlers (R-2.6: ``logging/setLevel`` served too)."""
     with warnings.catch_warnings():  # logging/setLevel is deprecated at 2026-07-28, still served before
         warnings.simplefilter("ignore", MCPDeprecationWarning)
         return Server(
@@ -136,7 +141,7 @@ def build_mcp_server(gw: Gateway, control: ControlPlane, telemetry: Telemetry) -
             version="0.1.0",
             on_list_tools=on_list_tools,
             on_call_tool=on_call_tool,
-            on_set_logging_level=levels.on_set_level,
+            on_set_logging_level=on_set_level,
             get_tool_input_schema=schemas.get,
         )
 
