@@ -15,9 +15,10 @@ from typing import Any, Literal
 from starlette.requests import Request
 from starlette.responses import Response
 
+from toolcrib.errors import ConfigError
 from toolcrib.gateway.core import Gateway
 
-__all__ = ["is_secure", "set_sealed_session"]
+__all__ = ["is_secure", "open_sealed_session", "set_sealed_session"]
 
 
 def is_secure(request: Request) -> bool:
@@ -43,3 +44,21 @@ def set_sealed_session(
     response.set_cookie(
         name, sealed, max_age=max_age, path=path, secure=is_secure(request), httponly=True, samesite=samesite
     )
+
+
+def open_sealed_session(request: Request, gw: Gateway, *, name: str, max_age: int) -> dict[str, Any] | None:
+    """What :func:`set_sealed_session` sealed in cookie ``name``, or None: no cookie, one tampered
+    with or sealed under another key, one without its token, nonce and time, or one too old."""
+    sealed = request.cookies.get(name)
+    if not sealed:
+        return None
+    try:
+        data = gw.box.open(sealed)
+    except ConfigError:  # tampered with, or sealed under another key
+        return None
+    if not isinstance(data, dict) or not {"token", "csrf", "iat"} <= data.keys():
+        return None
+    iat = data["iat"]
+    if not isinstance(iat, int | float) or gw.clock() - iat > max_age:
+        return None
+    return data

@@ -16,17 +16,18 @@ Whoever signs a person in (the personal-token form here, the OpenID Provider's c
 
 from __future__ import annotations
 
+from typing import Any
 from urllib.parse import quote, urlsplit
 
 from starlette.requests import Request
 from starlette.responses import Response
 
-from toolcrib.errors import ConfigError, Unauthenticated
+from toolcrib.errors import Unauthenticated
 from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.identity import authenticate
 from toolcrib.policy.gates import Principal
 from toolcrib.settings import Settings
-from toolcrib.web.cookies import is_secure, set_sealed_session
+from toolcrib.web.cookies import is_secure, open_sealed_session, set_sealed_session
 
 __all__ = [
     "COOKIE",
@@ -73,20 +74,8 @@ def sign_out(response: Response, request: Request) -> None:
     response.delete_cookie(COOKIE, path=PATH, secure=is_secure(request), httponly=True, samesite="lax")
 
 
-def _opened(request: Request, gw: Gateway) -> dict[str, object] | None:
-    sealed = request.cookies.get(COOKIE)
-    if not sealed:
-        return None
-    try:
-        data = gw.box.open(sealed)
-    except ConfigError:  # tampered with, or sealed under another key
-        return None
-    if not isinstance(data, dict) or not {"token", "csrf", "iat"} <= data.keys():
-        return None
-    iat = data["iat"]
-    if not isinstance(iat, int | float) or gw.clock() - iat > MAX_AGE_SECONDS:
-        return None
-    return data
+def _opened(request: Request, gw: Gateway) -> dict[str, Any] | None:
+    return open_sealed_session(request, gw, name=COOKIE, max_age=MAX_AGE_SECONDS)
 
 
 async def signed_in(request: Request, gw: Gateway) -> Principal | None:

@@ -19,11 +19,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from toolcrib.errors import ConfigError, Unauthenticated
+from toolcrib.errors import Unauthenticated
 from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.identity import authenticate
 from toolcrib.policy.gates import Principal
-from toolcrib.web.cookies import is_secure, set_sealed_session
+from toolcrib.web.cookies import is_secure, open_sealed_session, set_sealed_session
 
 __all__ = [
     "COOKIE",
@@ -88,16 +88,8 @@ def clear_session(response: Response, request: Request) -> None:
 
 async def open_session(request: Request, gw: Gateway) -> Session | None:
     """The signed-in member, or None: no cookie, a cookie not ours, too old, or a dead token."""
-    sealed = request.cookies.get(COOKIE)
-    if not sealed:
-        return None
-    try:
-        data = gw.box.open(sealed)
-    except ConfigError:  # tampered with, or sealed under another key
-        return None
-    if not isinstance(data, dict) or not {"token", "csrf", "iat"} <= data.keys():
-        return None
-    if not isinstance(data["iat"], int | float) or gw.clock() - data["iat"] > MAX_AGE_SECONDS:
+    data = open_sealed_session(request, gw, name=COOKIE, max_age=MAX_AGE_SECONDS)
+    if data is None:
         return None
     try:
         principal = await authenticate(gw, str(data["token"]), session=data.get("sso") is True)
