@@ -42,6 +42,8 @@ __all__ = [
     "rate_limits",
     "restrictions",
     "results",
+    "search_examples",
+    "searches",
     "single_use",
     "tool_pins",
     "tools",
@@ -123,6 +125,7 @@ handles = Table(
     Column("public_name", String(320), nullable=False),
     Column("schema_hash", String(64), nullable=False),
     Column("created_at", Float, nullable=False),
+    Column("search_id", String(40), nullable=True),  # the search that issued it
     Index("ix_handles_created_at", "created_at"),
 )
 
@@ -405,3 +408,38 @@ facts = Table(
     Column("name", String(80), primary_key=True),
     Column("value", Text, nullable=False),
 )
+
+# --- #23 search learning (R-5.12) ---------------------------------------------------------------
+# A search that issued handles, as long as its handles live: the query's unit vector, the hash of
+# its text, the text only when TOOLCRIB_SEARCH_LEARNING=text.
+searches = Table(
+    "searches",
+    metadata,
+    Column("id", String(40), primary_key=True),
+    Column("member", String(80), nullable=False),
+    Column("vector", LargeBinary, nullable=True),  # float32, little-endian; NULL without the meaning channel
+    Column("text_sha256", String(64), nullable=False),
+    Column("text", Text, nullable=True),
+    Column("created_at", Float, nullable=False),
+    Index("ix_searches_created_at", "created_at"),
+)
+
+# A past search that led to a successful call of the tool: bounded per tool.
+search_examples = Table(
+    "search_examples",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("account", String(40), ForeignKey("connections.name", ondelete="CASCADE"), nullable=False),
+    Column("tool", String(256), nullable=False),
+    Column("public_name", String(320), nullable=False),
+    Column("member", String(80), nullable=False),
+    Column("vector", LargeBinary, nullable=False),
+    Column("text_sha256", String(64), nullable=False),
+    Column("text", Text, nullable=True),
+    Column("created_at", Float, nullable=False),
+    Index("ix_search_examples_tool", "public_name", "created_at"),
+)
+# --- #23 end -----------------------------------------------------------------------------------
+
+# --- #24 audit stream (R-11.4) -----------------------------------------------------------------
+# --- #24 end -----------------------------------------------------------------------------------
