@@ -24,13 +24,14 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import anyio
 import numpy as np
 
 from toolcrib.search.index import SearchDoc, SearchIndex, SearchResult
 from toolcrib.search.semantic import DIMENSIONS, Encoder, Matrix, doc_text, load_encoder
+from toolcrib.search.usage import PastSearch
 from toolcrib.search.vectors import MODEL_ID
 from toolcrib.store import vectors as vector_store
 from toolcrib.store.database import Database
@@ -111,13 +112,40 @@ class LiveIndex:
         """Rank in a worker thread; the query is encoded there too, before the lock is taken."""
 
         def run() -> SearchResult:
-            vector = self._index.encode([query])[0] if self._index.semantic else None
+            vector = None
+            if self._index.semantic:
+                with self._lock:  # the typo corrections the encoder reads come from the index
+                    text = self._index.encoding_text(query)
+                vector = self._index.encode([text])[0]
             with self._lock:
-                return self._index.search(
+                found = self._index.search(
                     query, limit=limit, visible=visible, withheld=withheld, query_vector=vector
                 )
+            return replace(found, query_vector=vector)
 
         return await anyio.to_thread.run_sync(run)
+
+    async def learn(self, public_name: str, past: Sequence[PastSearch], now: float) -> None:
+        """Make ``past`` the tool's examples in the usage channel (R-5.12)."""
+
+        def run() -> None:
+            with self._lock:
+                self._index.learn(public_name, past, now)
+
+        await anyio.to_thread.run_sync(run)
+
+    async def forget(self, public_name: str | None = None) -> None:
+        """Drop one tool's examples, or every tool's, from the usage channel."""
+
+        def run() -> None:
+            with self._lock:
+                self._index.forget(public_name)
+
+        await anyio.to_thread.run_sync(run)
+
+    @property
+    def examples(self) -> int:
+        return self._index.examples
 
     async def replace(self, account: str, docs: Sequence[SearchDoc], vectors: Matrix | None) -> None:
         def run() -> None:

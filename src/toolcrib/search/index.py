@@ -37,6 +37,7 @@ from toolcrib.search.ranking import confidence, fitted_confidence, ordered, sele
 from toolcrib.search.semantic import MAX_QUERY_CHARACTERS, Encoder, Matrix, MeaningChannel, doc_text
 from toolcrib.search.synonyms import synonyms
 from toolcrib.search.tokenize import query_words, stem, words
+from toolcrib.search.usage import PastSearch, UsageChannel
 from toolcrib.search.values import value_words
 
 __all__ = ["Hit", "SearchDoc", "SearchIndex", "SearchResult"]
@@ -67,6 +68,7 @@ class SearchResult:
     hits: list[Hit]  # best first, at most `limit`, only tools for which visible(name) is True
     restricted: list[str]  # names of withheld tools that matched (R-5.1/R-8.5), sorted, at most 10
     not_connected: list[str]  # R-5.11
+    query_vector: Matrix | None = None  # the query's unit vector, when the meaning channel read it
 
 
 _EMPTY = SearchResult([], [], [])
@@ -90,6 +92,7 @@ class SearchIndex:
         self._encoder = encoder
         self._meaning = MeaningChannel() if encoder is not None else None
         self._gate: FittedGate | None = None
+        self._usage = UsageChannel()
 
     @property
     def semantic(self) -> bool:
@@ -122,6 +125,19 @@ class SearchIndex:
             if vectors is None:
                 vectors = self.encode([doc_text(doc) for doc in docs])
             self._meaning.add(slots, vectors)
+
+    def learn(self, public_name: str, past: Sequence[PastSearch], now: float) -> None:
+        """Make ``past`` the tool's examples for the usage channel (R-5.12); ``now`` ages them."""
+        self._usage.learn(public_name, past, now)
+
+    def forget(self, public_name: str | None = None) -> None:
+        """Drop one tool's examples (or every tool's) from the usage channel."""
+        self._usage.forget(public_name)
+
+    @property
+    def examples(self) -> int:
+        """Examples the usage channel holds."""
+        return len(self._usage)
 
     def remove_account(self, account: str) -> None:
         for slot in self._accounts.pop(account, []):
