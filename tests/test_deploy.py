@@ -191,6 +191,10 @@ def test_the_schemas_refuse_a_misspelled_field() -> None:
 def test_the_kustomization_lists_every_manifest() -> None:
     kustomization = yaml.safe_load((KUBE / "kustomization.yaml").read_text(encoding="utf-8"))
     assert sorted(kustomization["resources"]) == sorted(p.name for p in _manifests())
+    # its `images` entry is what points every container at the image built from the Dockerfile
+    pod = _pod()
+    images = {c["image"] for c in pod["initContainers"] + pod["containers"]}
+    assert images == {i["name"] for i in kustomization["images"]}
 
 
 def test_the_configmap_holds_deploy_org_yaml() -> None:
