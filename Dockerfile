@@ -6,7 +6,8 @@ ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY src ./src
-RUN pip install '.[postgres]' && useradd --create-home --uid 10001 toolcrib
+# mcp-server-time: the stdio server deploy/org.yaml connects as `time` runs inside this image.
+RUN pip install '.[postgres]' 'mcp-server-time>=2025.1' && useradd --create-home --uid 10001 toolcrib
 
 USER toolcrib
 WORKDIR /home/toolcrib
