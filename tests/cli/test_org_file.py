@@ -209,17 +209,17 @@ def _with_gateway_new(db_url: str, work: Callable[[Gateway, Principal], Awaitabl
         ("limits:\n  - role: member\n    per_minute: lots\n", 3, 17, "valid integer"),
         ("members:\n  - {name: ann, role: member}\n  - {name: ann, role: admin}\n", 3, 5, "duplicates"),
         ("restrictions:\n  - {effect: block, role: member, account: nowhere}\n", 2, 44, "'nowhere'"),
-        ("limits:\n  - {member: ghost, per_minute: 5}\n", 2, 15, "'ghost'"),
+        ("limits:\n  - {member: ghost, per_minute: 5}\n", 2, 14, "'ghost'"),
         ("members: !!python/object/apply:os.system [echo hacked]\n", 1, 10, "not allowed"),
         (
             "connections:\n  - {name: crm, connector: CRM, url: 'https://crm.example/mcp',\n"
             "     headers: {A: '${env:NOT_SET_ANYWHERE}'}}\n",
             3,
-            20,
+            19,
             "NOT_SET_ANYWHERE",
         ),
-        ("connections:\n  - {name: crm, connector: CRM, url: 'ftp://crm'}\n", 2, 40, "http(s) URL"),
-        ("members:\n  - {name: ann, role: wizard}\n", 2, 24, "Input should be"),
+        ("connections:\n  - {name: crm, connector: CRM, url: 'ftp://crm'}\n", 2, 38, "http(s) URL"),
+        ("members:\n  - {name: ann, role: wizard}\n", 2, 23, "Input should be"),
         ("restrictions:\n  - {effect: allow, role: member, tool: 'get_*'}\n", 2, 5, "exact"),
     ],
 )
@@ -300,13 +300,11 @@ def test_26_a_failure_after_some_changes_leaves_the_organization_as_it_was(tmp_p
             return exc.message, [c.line() for c in (await plan_file(gw, op, ORG, "org.yaml", environ=ENV))[1]]
         raise AssertionError("applied")
 
-    before = None
     message, planned = _with_gateway_new(db_url, work)
-    assert "line 16, column 55" in message and "no_such_parameter" in message
+    assert "line 16, column 53" in message and "no_such_parameter" in message
     assert any(p.startswith("+ create connection desk") for p in planned)  # it was removed again
     lists = _lists(db_url)
     assert lists["connections"] == [] and [json.loads(m)["name"] for m in lists["members"]] == ["owner"]
-    assert before is None
 
 
 def test_26_the_committed_json_schema_is_the_generated_one() -> None:
