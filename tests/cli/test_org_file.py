@@ -16,8 +16,8 @@ from typing import Any, TypeVar
 
 import anyio
 import pytest
-
 from tests.conftest import FIXTURE_SERVER, ROOT, cli
+
 from toolcrib.gateway import approvals, connections, limits, members, restrictions
 from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.orgfile.checks import Known, check_file
@@ -79,7 +79,9 @@ def _lists(db_url: str) -> dict[str, Any]:
 
     async def read(gw: Gateway, op: Principal) -> dict[str, Any]:
         views: dict[str, list[dict[str, Any]]] = {
-            "connections": [connections.connection_view(r) for r in await connections.list_connections(gw, op)],
+            "connections": [
+                connections.connection_view(r) for r in await connections.list_connections(gw, op)
+            ],
             "members": [members.member_view(m) for m in await members.list_members(gw, op)],
             "restrictions": [restrictions.rule_view(r) for r in await restrictions.list_restrictions(gw, op)],
             "frozen": await restrictions.list_frozen(gw, op),
@@ -124,8 +126,10 @@ def test_26_apply_to_an_empty_organization_creates_every_object(applied: tuple[s
     assert len(lists["restrictions"]) == 2
     by_param = {f["param"]: f for f in map(json.loads, lists["frozen"])}
     assert by_param["priority"]["value"] == "high"
-    assert by_param["message"]["secret"] is True and "value" not in by_param["message"]
-    assert len(lists["approvals"]) == 1 and len(lists["limits"]) == 2
+    assert by_param["message"]["secret"] is True
+    assert "value" not in by_param["message"]
+    assert len(lists["approvals"]) == 1
+    assert len(lists["limits"]) == 2
     assert [json.loads(c)["risk"] for c in lists["classifications"]] == ["write"]
     assert SECRET not in json.dumps(lists)
 
@@ -142,25 +146,38 @@ def test_26_a_second_apply_changes_nothing_and_plan_exits_0(applied: tuple[str, 
     assert _lists(db_url) == before
 
 
-def test_26_plan_exits_2_and_shows_a_changed_secret_as_changed_never_its_value(applied: tuple[str, Path]) -> None:
+def test_26_plan_exits_2_and_shows_a_changed_secret_as_changed_never_its_value(
+    applied: tuple[str, Path],
+) -> None:
     db_url, tmp = applied
     changed = ORG.replace("value: high", "value: low")
-    plan = cli(db_url, "plan", "-f", _write(tmp, changed, "changed.yaml"), env={"DESK_KEY": "another-value"}, check=False)
+    plan = cli(
+        db_url,
+        "plan",
+        "-f",
+        _write(tmp, changed, "changed.yaml"),
+        env={"DESK_KEY": "another-value"},
+        check=False,
+    )
     assert plan.returncode == 2
-    assert "another-value" not in plan.stdout and SECRET not in plan.stdout
+    assert "another-value" not in plan.stdout
+    assert SECRET not in plan.stdout
     assert "env.FIXTURE_API_KEY: (changed)" in plan.stdout
     assert "~ update frozen desk__create_ticket.priority" in plan.stdout
     assert "~ update frozen desk__echo_message.message" in plan.stdout
     assert 'value: "low"' in plan.stdout  # a value that is not secret is shown
 
 
-def test_26_export_then_apply_to_a_new_database_gives_the_same_lists(applied: tuple[str, Path], tmp_path: Path) -> None:
+def test_26_export_then_apply_to_a_new_database_gives_the_same_lists(
+    applied: tuple[str, Path], tmp_path: Path
+) -> None:
     db_url, _ = applied
     exported = tmp_path / "exported.yaml"
     cli(db_url, "export", "-o", str(exported))
     text = exported.read_text()
     assert SECRET not in text
-    assert "${env:DESK_FIXTURE_API_KEY}" in text and "#   DESK_FIXTURE_API_KEY" in text
+    assert "${env:DESK_FIXTURE_API_KEY}" in text
+    assert "#   DESK_FIXTURE_API_KEY" in text
     fresh = f"sqlite:///{tmp_path / 'fresh.db'}"
     names = {"DESK_FIXTURE_API_KEY": SECRET, "DESK_ECHO_MESSAGE_MESSAGE": SECRET}
     cli(fresh, "apply", "-f", str(exported), env=names)
@@ -169,9 +186,8 @@ def test_26_export_then_apply_to_a_new_database_gives_the_same_lists(applied: tu
 
 
 def test_26_prune_deletes_what_the_file_does_not_list_and_plan_lists_deletes_only_with_prune(
-    applied: tuple[str, Path], tmp_path: Path
+    tmp_path: Path,
 ) -> None:
-    db_url, _ = applied
     fresh = f"sqlite:///{tmp_path / 'prune.db'}"
     smaller = ORG.split("restrictions:")[0].replace("  - {name: bob, role: auditor}\n", "")
 
@@ -179,12 +195,16 @@ def test_26_prune_deletes_what_the_file_does_not_list_and_plan_lists_deletes_onl
         await apply_file(gw, op, ORG, "org.yaml", environ=ENV)
         kept = [c.line() for c in (await plan_file(gw, op, smaller, "small.yaml", environ=ENV))[1]]
         pruned = [c.line() for c in await apply_file(gw, op, smaller, "small.yaml", prune=True, environ=ENV)]
-        after = [c.line() for c in (await plan_file(gw, op, smaller, "small.yaml", prune=True, environ=ENV))[1]]
+        after = [
+            c.line() for c in (await plan_file(gw, op, smaller, "small.yaml", prune=True, environ=ENV))[1]
+        ]
         return kept, pruned, after
 
     kept, pruned, after = _with_gateway_new(fresh, work)
-    assert kept == [] and after == []
-    assert "- delete member bob" in pruned and any(p.startswith("- delete restriction") for p in pruned)
+    assert kept == []
+    assert after == []
+    assert "- delete member bob" in pruned
+    assert any(p.startswith("- delete restriction") for p in pruned)
     lists = _lists(fresh)
     assert all(not lists[k] for k in ("restrictions", "frozen", "approvals", "limits", "classifications"))
     assert [json.loads(m)["name"] for m in lists["members"]] == ["ann", "owner"]
@@ -232,7 +252,11 @@ def test_26_bad_input_names_line_and_column_and_changes_nothing(
         try:
             await apply_file(gw, op, text, "bad.yaml", environ=ENV)
         except FileError as exc:
-            return exc.message, exc.errors, [c.line() for c in (await plan_file(gw, op, ORG, "org.yaml", environ=ENV))[1]]
+            return (
+                exc.message,
+                exc.errors,
+                [c.line() for c in (await plan_file(gw, op, ORG, "org.yaml", environ=ENV))[1]],
+            )
         raise AssertionError("applied")
 
     message, errors, still = _with_gateway(db_url, attempt)
@@ -242,7 +266,9 @@ def test_26_bad_input_names_line_and_column_and_changes_nothing(
     assert still == []  # nothing changed: the organization is still exactly the file's
 
 
-def test_26_a_malformed_file_on_the_command_line_exits_1_with_line_and_column(applied: tuple[str, Path]) -> None:
+def test_26_a_malformed_file_on_the_command_line_exits_1_with_line_and_column(
+    applied: tuple[str, Path],
+) -> None:
     db_url, tmp = applied
     path = _write(tmp, "members:\n  - name: ann\n    role: [member\n", "broken.yaml")
     done = cli(db_url, "apply", "-f", path, "--json", check=False)
@@ -283,7 +309,8 @@ def test_26_file_references_are_read_bounded_and_missing_ones_are_named(tmp_path
     for ref, says in ((tmp_path / "huge", "over 65536 bytes"), (tmp_path / "absent", "cannot be read")):
         with pytest.raises(FileError) as caught:
             check_file(text.replace(str(token), str(ref)), "org.yaml", Known(), environ={})
-        assert says in caught.value.message and "line 5" in caught.value.message
+        assert says in caught.value.message
+        assert "line 5" in caught.value.message
 
 
 def test_26_a_failure_after_some_changes_leaves_the_organization_as_it_was(tmp_path: Path) -> None:
@@ -301,10 +328,12 @@ def test_26_a_failure_after_some_changes_leaves_the_organization_as_it_was(tmp_p
         raise AssertionError("applied")
 
     message, planned = _with_gateway_new(db_url, work)
-    assert "line 16, column 53" in message and "no_such_parameter" in message
+    assert "line 16, column 53" in message
+    assert "no_such_parameter" in message
     assert any(p.startswith("+ create connection desk") for p in planned)  # it was removed again
     lists = _lists(db_url)
-    assert lists["connections"] == [] and [json.loads(m)["name"] for m in lists["members"]] == ["owner"]
+    assert lists["connections"] == []
+    assert [json.loads(m)["name"] for m in lists["members"]] == ["owner"]
 
 
 def test_26_the_committed_json_schema_is_the_generated_one() -> None:

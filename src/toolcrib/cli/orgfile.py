@@ -37,9 +37,15 @@ def _read(path: str) -> tuple[str, str]:
             with open(path, "rb") as fh:
                 raw = fh.read(MAX_BYTES + 1)
     except OSError as exc:
-        fail(InvalidArguments(f"cannot read {path}: {exc.strerror}", [{"pointer": path, "message": "unreadable"}]))
+        fail(
+            InvalidArguments(
+                f"cannot read {path}: {exc.strerror}", [{"pointer": path, "message": "unreadable"}]
+            )
+        )
     if len(raw) > MAX_BYTES:
-        fail(InvalidArguments(f"{path} is over {MAX_BYTES} bytes", [{"pointer": path, "message": "too large"}]))
+        fail(
+            InvalidArguments(f"{path} is over {MAX_BYTES} bytes", [{"pointer": path, "message": "too large"}])
+        )
     try:
         return raw.decode("utf-8"), ("<stdin>" if path == "-" else path)
     except UnicodeDecodeError:
@@ -61,7 +67,12 @@ def _print_changes(changes: list[object], as_json: bool, done: bool) -> None:
     console.print(f"{verb}: {summary}" if shown else summary, markup=False)
 
 
-def plan(file: str = FileOption, prune: bool = PruneOption, database: str | None = DatabaseOption, as_json: bool = JsonOption) -> None:
+def plan(
+    file: str = FileOption,
+    prune: bool = PruneOption,
+    database: str | None = DatabaseOption,
+    as_json: bool = JsonOption,
+) -> None:
     """Print what applying the file would change; exit 2 when something would, 0 when nothing."""
     text, source = _read(file)
 
@@ -76,7 +87,12 @@ def plan(file: str = FileOption, prune: bool = PruneOption, database: str | None
     raise typer.Exit(2 if changes else 0)
 
 
-def apply(file: str = FileOption, prune: bool = PruneOption, database: str | None = DatabaseOption, as_json: bool = JsonOption) -> None:
+def apply(
+    file: str = FileOption,
+    prune: bool = PruneOption,
+    database: str | None = DatabaseOption,
+    as_json: bool = JsonOption,
+) -> None:
     """Apply the file, all or nothing, through the same checks as every face."""
     text, source = _read(file)
 
@@ -108,7 +124,9 @@ def export(
         Path(output).write_text(text, encoding="utf-8")
 
 
-def schema(output: str | None = typer.Option(None, "-o", "--output", help=f"Write here (e.g. {SCHEMA_PATH}).")) -> None:
+def schema(
+    output: str | None = typer.Option(None, "-o", "--output", help=f"Write here (e.g. {SCHEMA_PATH})."),
+) -> None:
     """Print the organization file's JSON Schema (published as docs/toolcrib.schema.json)."""
     from toolcrib.gateway.orgfile.models import json_schema
 

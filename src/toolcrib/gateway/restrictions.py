@@ -19,14 +19,14 @@ from toolcrib.store import policy as store
 __all__ = [
     "add_restriction",
     "classify_tool",
-    "list_classifications",
-    "unclassify_tool",
     "explain_restriction",
+    "list_classifications",
     "list_frozen",
     "list_restrictions",
     "remove_restriction",
     "rule_view",
     "set_frozen",
+    "unclassify_tool",
     "unset_frozen",
 ]
 

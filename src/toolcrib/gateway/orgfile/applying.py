@@ -132,7 +132,10 @@ def _catalog_check(gw: Gateway, desired: Desired, changes: list[Change]) -> None
         properties = gw.catalogs[spec.account][spec.tool].record.input_schema.get("properties") or {}
         if spec.parameter not in properties:
             problems.append(
-                desired.marks.problem((*change.path, "parameter"), f"{spec.account}__{spec.tool} has no parameter {spec.parameter!r}")
+                desired.marks.problem(
+                    (*change.path, "parameter"),
+                    f"{spec.account}__{spec.tool} has no parameter {spec.parameter!r}",
+                )
             )
     if problems:
         raise FileError(desired.source, problems)
@@ -187,11 +190,23 @@ async def _connection_delete(run: _Run, change: Change) -> None:
     gw, actor, live = run.gw, run.actor, change.current
     row = live.row
     await connections.remove_connection(gw, row.name, actor)
-    oauth = None if row.auth is None else {**(live.oauth or {}), **({"per_member": True} if row.auth == "oauth_member" else {})}
+    oauth = (
+        None
+        if row.auth is None
+        else {**(live.oauth or {}), **({"per_member": True} if row.auth == "oauth_member" else {})}
+    )
     run.undo.append(
         lambda: connections.add_connection(
-            gw, row.name, connector=row.connector, command=row.command, url=row.url, env=live.env,
-            headers=live.headers, oauth=oauth, actor=actor, pinning=row.pinning,
+            gw,
+            row.name,
+            connector=row.connector,
+            command=row.command,
+            url=row.url,
+            env=live.env,
+            headers=live.headers,
+            oauth=oauth,
+            actor=actor,
+            pinning=row.pinning,
         )
     )
 
@@ -218,7 +233,14 @@ async def _restriction_create(run: _Run, change: Change) -> None:
     gw, actor, r = run.gw, run.actor, change.desired
     kind, target = ("role", r.role) if r.role is not None else ("user", r.user)
     rule = await restrictions.add_restriction(
-        gw, effect=r.effect, target_kind=kind, target=target, connector=r.connector, account=r.account, tool=r.tool, actor=actor
+        gw,
+        effect=r.effect,
+        target_kind=kind,
+        target=target,
+        connector=r.connector,
+        account=r.account,
+        tool=r.tool,
+        actor=actor,
     )
     run.undo.append(lambda: restrictions.remove_restriction(gw, rule.id, actor))
 
@@ -228,20 +250,30 @@ async def _restriction_delete(run: _Run, change: Change) -> None:
     await restrictions.remove_restriction(gw, rule.id, actor)
     run.undo.append(
         lambda: restrictions.add_restriction(
-            gw, effect=rule.effect, target_kind=rule.target_kind, target=rule.target, connector=rule.connector,
-            account=rule.account, tool=rule.tool, actor=actor,
+            gw,
+            effect=rule.effect,
+            target_kind=rule.target_kind,
+            target=rule.target,
+            connector=rule.connector,
+            account=rule.account,
+            tool=rule.tool,
+            actor=actor,
         )
     )
 
 
 async def _frozen_set(run: _Run, change: Change) -> None:
     gw, actor, f = run.gw, run.actor, change.desired
-    await restrictions.set_frozen(gw, actor, f.account, f.tool, f.parameter, f.value, secret=change.extra["secret"])
+    await restrictions.set_frozen(
+        gw, actor, f.account, f.tool, f.parameter, f.value, secret=change.extra["secret"]
+    )
     if change.current is None:
         run.undo.append(lambda: restrictions.unset_frozen(gw, actor, f.account, f.tool, f.parameter))
     else:
         old_value, old_secret = change.current
-        run.undo.append(lambda: restrictions.set_frozen(gw, actor, f.account, f.tool, f.parameter, old_value, old_secret))
+        run.undo.append(
+            lambda: restrictions.set_frozen(gw, actor, f.account, f.tool, f.parameter, old_value, old_secret)
+        )
 
 
 async def _frozen_delete(run: _Run, change: Change) -> None:
@@ -254,13 +286,21 @@ async def _frozen_delete(run: _Run, change: Change) -> None:
 async def _approval_create(run: _Run, change: Change) -> None:
     gw, actor, a = run.gw, run.actor, change.desired
     await approvals.set_approval_rule(gw, a.risk, account=a.account, role=a.role, actor=actor)
-    run.undo.append(lambda: approvals.set_approval_rule(gw, a.risk, account=a.account, role=a.role, required=False, actor=actor))
+    run.undo.append(
+        lambda: approvals.set_approval_rule(
+            gw, a.risk, account=a.account, role=a.role, required=False, actor=actor
+        )
+    )
 
 
 async def _approval_delete(run: _Run, change: Change) -> None:
     gw, actor, a = run.gw, run.actor, change.current
-    await approvals.set_approval_rule(gw, a.classification, account=a.account, role=a.role, required=False, actor=actor)
-    run.undo.append(lambda: approvals.set_approval_rule(gw, a.classification, account=a.account, role=a.role, actor=actor))
+    await approvals.set_approval_rule(
+        gw, a.classification, account=a.account, role=a.role, required=False, actor=actor
+    )
+    run.undo.append(
+        lambda: approvals.set_approval_rule(gw, a.classification, account=a.account, role=a.role, actor=actor)
+    )
 
 
 def _limit_args(x: Any) -> dict[str, Any]:

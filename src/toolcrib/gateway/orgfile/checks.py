@@ -98,7 +98,10 @@ def _objects(org: OrgFile, known: Known, marks: Marks, problems: list[Problem]) 
 
     def account_known(path: Path, account: str | None) -> None:
         if account is not None and account not in accounts:
-            add((*path, "account"), f"names the account {account!r}, which is neither in the file nor connected")
+            add(
+                (*path, "account"),
+                f"names the account {account!r}, which is neither in the file nor connected",
+            )
 
     def member_known(path: Path, field_name: str, member: str | None) -> None:
         if member is not None and member not in members:
@@ -106,9 +109,13 @@ def _objects(org: OrgFile, known: Known, marks: Marks, problems: list[Problem]) 
 
     for i, c in enumerate(org.connections):
         oauth = c.oauth.model_dump(exclude_none=True) if not isinstance(c.oauth, bool | None) else c.oauth
-        _gateway_check(add, ("connections", i), lambda c=c, o=oauth: check_definition(  # type: ignore[misc]
-            c.name, c.connector, c.command, c.url, c.env, c.headers, o
-        ))
+        _gateway_check(
+            add,
+            ("connections", i),
+            lambda c=c, o=oauth: check_definition(  # type: ignore[misc]
+                c.name, c.connector, c.command, c.url, c.env, c.headers, o
+            ),
+        )
     for i, m in enumerate(org.members):
         if not MEMBER_NAME.match(m.name):
             add(("members", i, "name"), "is not a valid member name")
@@ -131,9 +138,10 @@ def _objects(org: OrgFile, known: Known, marks: Marks, problems: list[Problem]) 
         _gateway_check(add, ("limits", i), lambda x=rule_: validate_limit(x))  # type: ignore[misc]
         member_known(("limits", i), "member", lim.member)
         account_known(("limits", i), lim.account)
-    for section, items in (("frozen", org.frozen), ("classifications", org.classifications)):
-        for i, item in enumerate(items):
-            account_known((section, i), item.account)
+    for i, f in enumerate(org.frozen):
+        account_known(("frozen", i), f.account)
+    for i, cl in enumerate(org.classifications):
+        account_known(("classifications", i), cl.account)
     _duplicates(org, add)
 
 
@@ -191,7 +199,10 @@ def _resolved(
             secret = value(("connections", i, "oauth", "client_secret"), c.oauth.client_secret)
             update["oauth"] = c.oauth.model_copy(update={"client_secret": secret})
         connections.append(c.model_copy(update=update))
-    frozen = [f.model_copy(update={"value": value(("frozen", i, "value"), f.value)}) for i, f in enumerate(org.frozen)]
+    frozen = [
+        f.model_copy(update={"value": value(("frozen", i, "value"), f.value)})
+        for i, f in enumerate(org.frozen)
+    ]
     secret = [
         f.secret if f.secret is not None else (has_reference(f.value) or is_secret(f.parameter, None))
         for f in org.frozen

@@ -51,7 +51,9 @@ def export_text(now: Current) -> str:
         if live.headers:
             item["headers"] = {k: ref(name, k) for k in live.headers}
         if row.auth is not None:
-            oauth: dict[str, Any] = {k: v for k, v in (live.oauth or {}).items() if k in ("client_id", "scope") and v}
+            oauth: dict[str, Any] = {
+                k: v for k, v in (live.oauth or {}).items() if k in ("client_id", "scope") and v
+            }
             if (live.oauth or {}).get("client_secret"):
                 oauth["client_secret"] = ref(name, "client_secret")
             if row.auth == "oauth_member":
@@ -64,7 +66,13 @@ def export_text(now: Current) -> str:
     org["members"] = [{"name": m.name, "role": m.role} for m in now.members.values()]
     org["restrictions"] = [
         _without_none(
-            {"effect": r.effect, r.target_kind: r.target, "connector": r.connector, "account": r.account, "tool": r.tool}
+            {
+                "effect": r.effect,
+                r.target_kind: r.target,
+                "connector": r.connector,
+                "account": r.account,
+                "tool": r.tool,
+            }
         )
         for r in now.restrictions
     ]
@@ -78,7 +86,9 @@ def export_text(now: Current) -> str:
         }
         for (a, t, p), (value, secret) in sorted(now.frozen.items())
     ]
-    org["approvals"] = [_without_none({"risk": r.classification, "account": r.account, "role": r.role}) for r in now.approvals]
+    org["approvals"] = [
+        _without_none({"risk": r.classification, "account": r.account, "role": r.role}) for r in now.approvals
+    ]
     org["limits"] = [
         _without_none(
             {k: getattr(x, k) for k in ("member", "role", "account", "tool", "per_minute", "per_day")}

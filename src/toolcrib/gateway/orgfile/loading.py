@@ -64,7 +64,10 @@ class FileError(InvalidArguments):
         more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
         super().__init__(
             f"{source}: {shown}{more}",
-            [{"pointer": f"{source}:{p.line}:{p.column}", "message": f"{p.path} {p.message}".strip()} for p in problems],
+            [
+                {"pointer": f"{source}:{p.line}:{p.column}", "message": f"{p.path} {p.message}".strip()}
+                for p in problems
+            ],
         )
         self.problems = problems
 
@@ -101,6 +104,8 @@ def dotted(path: Path) -> str:
 
 def _mark(node: yaml.Node | yaml.Event | yaml.Mark) -> tuple[int, int]:
     mark = node if isinstance(node, yaml.Mark) else node.start_mark
+    if mark is None:  # pragma: no cover - the composer marks every node and event
+        return (1, 1)
     return (mark.line + 1, mark.column + 1)
 
 
@@ -112,7 +117,8 @@ def load_text(text: str, source: str) -> tuple[Any, Marks]:
         _check_events(text, source)
         node = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.MarkedYAMLError as exc:
-        line, column = _mark(exc.problem_mark) if exc.problem_mark is not None else (1, 1)
+        mark: yaml.Mark | None = exc.problem_mark
+        line, column = _mark(mark) if mark is not None else (1, 1)
         raise FileError(source, [Problem(line, column, "", f"not valid YAML: {exc.problem}")]) from exc
     except yaml.YAMLError as exc:
         raise FileError(source, [Problem(1, 1, "", "not valid YAML")]) from exc

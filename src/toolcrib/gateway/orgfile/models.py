@@ -65,24 +65,26 @@ class ConnectionSpec(_Strict):
     connector: str = Field(description="The kind's human label, e.g. `Notion`.")
     command: str | list[str] | None = Field(None, description="The stdio server's command line.")
     url: str | None = Field(None, description="The Streamable HTTP server's URL.")
-    env: dict[str, str] = Field(default_factory=dict, description="Environment of a stdio server. " + SECRET_NOTE)
+    env: dict[str, str] = Field(
+        default_factory=dict, description="Environment of a stdio server. " + SECRET_NOTE
+    )
     headers: dict[str, str] = Field(default_factory=dict, description="HTTP headers. " + SECRET_NOTE)
     oauth: bool | OAuthSpec | None = Field(None, description="Authorize at the upstream with OAuth 2.1.")
-    pinning: Pinning = Field("accept", description="What a sync does with a tool new to it (R-13.4).")  # type: ignore[valid-type]
+    pinning: Pinning = Field("accept", description="What a sync does with a tool new to it (R-13.4).")
 
 
 class MemberSpec(_Strict):
     """A member of the organization and their role (R-7.1)."""
 
     name: str
-    role: Role  # type: ignore[valid-type]
+    role: Role
 
 
 class RestrictionSpec(_Strict):
     """A restriction rule (R-8.1): for a ``role`` or a ``user``, what it allows or blocks."""
 
     effect: Literal["allow", "block"]
-    role: Role | None = None  # type: ignore[valid-type]
+    role: Role | None = None
     user: str | None = None
     connector: str | None = None
     account: str | None = Field(None, pattern=NAME.pattern)
@@ -104,16 +106,16 @@ class FrozenSpec(_Strict):
 class ApprovalSpec(_Strict):
     """Calls of a classification (optionally of one account, one role) need an approval (#14)."""
 
-    risk: Approvable  # type: ignore[valid-type]
+    risk: Approvable
     account: str | None = Field(None, pattern=NAME.pattern)
-    role: Role | None = None  # type: ignore[valid-type]
+    role: Role | None = None
 
 
 class LimitSpec(_Strict):
     """A rate limit (R-7.10) for a member, a role or everyone, optionally on one account or tool."""
 
     member: str | None = None
-    role: Role | None = None  # type: ignore[valid-type]
+    role: Role | None = None
     account: str | None = Field(None, pattern=NAME.pattern)
     tool: str | None = None
     per_minute: int | None = None
@@ -125,7 +127,7 @@ class ClassificationSpec(_Strict):
 
     account: str = Field(pattern=NAME.pattern)
     tool: str
-    risk: Risk  # type: ignore[valid-type]
+    risk: Risk
 
 
 class OrgFile(_Strict):

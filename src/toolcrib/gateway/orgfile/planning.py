@@ -50,7 +50,9 @@ class Change:
         return {"kind": self.kind, "action": self.action, "name": self.name, "details": list(self.details)}
 
 
-def plan(desired: Desired, now: Current, *, prune: bool, keep_members: frozenset[str] = frozenset()) -> list[Change]:
+def plan(
+    desired: Desired, now: Current, *, prune: bool, keep_members: frozenset[str] = frozenset()
+) -> list[Change]:
     """The changes, in the order ``apply`` makes them: creations and updates section by section
     (connections first: the rest may name them), then deletions, connections last."""
     org = desired.org
@@ -62,8 +64,13 @@ def plan(desired: Desired, now: Current, *, prune: bool, keep_members: frozenset
         if had is None:
             changes.append(Change("member", "create", m.name, (f"role: {m.role}",), ("members", i), m))
         elif had.role != m.role:
-            changes.append(Change("member", "update", m.name, (f"role: {had.role} -> {m.role}",), ("members", i), m, had))
-    stored_rules = {rule_key(r.effect, r.target_kind, r.target, r.connector, r.account, r.tool): r for r in now.restrictions}
+            changes.append(
+                Change("member", "update", m.name, (f"role: {had.role} -> {m.role}",), ("members", i), m, had)
+            )
+    stored_rules = {
+        rule_key(r.effect, r.target_kind, r.target, r.connector, r.account, r.tool): r
+        for r in now.restrictions
+    }
     wanted_rules = set()
     for i, r in enumerate(org.restrictions):
         kind, target = ("role", r.role) if r.role is not None else ("user", r.user)
@@ -80,12 +87,18 @@ def plan(desired: Desired, now: Current, *, prune: bool, keep_members: frozenset
         name = f"{f.account}__{f.tool}.{f.parameter}"
         shown = CHANGED if secret else json.dumps(f.value)
         if had_f is None:
-            changes.append(Change("frozen", "create", name, (f"value: {shown}",), ("frozen", i), f, extra={"secret": secret}))
+            changes.append(
+                Change(
+                    "frozen", "create", name, (f"value: {shown}",), ("frozen", i), f, extra={"secret": secret}
+                )
+            )
         elif had_f != (f.value, secret):
             details = [f"value: {shown}"] if had_f[0] != f.value else []
             if had_f[1] != secret:
                 details.append(f"secret: {had_f[1]} -> {secret}")
-            changes.append(Change("frozen", "update", name, tuple(details), ("frozen", i), f, had_f, {"secret": secret}))
+            changes.append(
+                Change("frozen", "update", name, tuple(details), ("frozen", i), f, had_f, {"secret": secret})
+            )
     stored_approvals = {approval_key(a.classification, a.account, a.role): a for a in now.approvals}
     wanted_approvals = set()
     for i, a in enumerate(org.approvals):
@@ -104,7 +117,17 @@ def plan(desired: Desired, now: Current, *, prune: bool, keep_members: frozenset
             changes.append(Change("limit", "create", _limit_name(lkey), (counts,), ("limits", i), lim))
         elif (had_l.per_minute, had_l.per_day) != (lim.per_minute, lim.per_day):
             before = f"per_minute: {had_l.per_minute}, per_day: {had_l.per_day}"
-            changes.append(Change("limit", "update", _limit_name(lkey), (f"{before} -> {counts}",), ("limits", i), lim, had_l))
+            changes.append(
+                Change(
+                    "limit",
+                    "update",
+                    _limit_name(lkey),
+                    (f"{before} -> {counts}",),
+                    ("limits", i),
+                    lim,
+                    had_l,
+                )
+            )
     wanted_classes = set()
     for i, cl in enumerate(org.classifications):
         ckey = (cl.account, cl.tool)
@@ -113,9 +136,23 @@ def plan(desired: Desired, now: Current, *, prune: bool, keep_members: frozenset
         if had_c != cl.risk:
             action = "create" if had_c is None else "update"
             detail = f"risk: {cl.risk}" if had_c is None else f"risk: {had_c} -> {cl.risk}"
-            changes.append(Change("classification", action, f"{cl.account}__{cl.tool}", (detail,), ("classifications", i), cl, had_c))
+            changes.append(
+                Change(
+                    "classification",
+                    action,
+                    f"{cl.account}__{cl.tool}",
+                    (detail,),
+                    ("classifications", i),
+                    cl,
+                    had_c,
+                )
+            )
     if prune:
-        changes += [Change("limit", "delete", _limit_name(k), (), current=x) for k, x in stored_limits.items() if k not in wanted_limits]
+        changes += [
+            Change("limit", "delete", _limit_name(k), (), current=x)
+            for k, x in stored_limits.items()
+            if k not in wanted_limits
+        ]
         changes += [
             Change("approval", "delete", _approval_name(k), (), current=a)
             for k, a in stored_approvals.items()
@@ -131,7 +168,11 @@ def plan(desired: Desired, now: Current, *, prune: bool, keep_members: frozenset
             for k, v in now.classifications.items()
             if k not in wanted_classes
         ]
-        changes += [Change("restriction", "delete", _rule_name(k), (), current=r) for k, r in stored_rules.items() if k not in wanted_rules]
+        changes += [
+            Change("restriction", "delete", _rule_name(k), (), current=r)
+            for k, r in stored_rules.items()
+            if k not in wanted_rules
+        ]
         in_file = {m.name for m in org.members}
         changes += [
             Change("member", "delete", name, (), current=m)
@@ -139,7 +180,11 @@ def plan(desired: Desired, now: Current, *, prune: bool, keep_members: frozenset
             if name not in in_file and name not in keep_members
         ]
         in_file = {c.name for c in org.connections}
-        changes += [Change("connection", "delete", name, (), current=c) for name, c in now.connections.items() if name not in in_file]
+        changes += [
+            Change("connection", "delete", name, (), current=c)
+            for name, c in now.connections.items()
+            if name not in in_file
+        ]
     return changes
 
 
@@ -163,7 +208,9 @@ def _connection(spec: ConnectionSpec, live: LiveConnection | None, path: Path) -
     if live is None:
         target = f"command: {shlex.join(argv)}" if argv is not None else f"url: {spec.url}"
         details = [f"connector: {spec.connector}", target]
-        details += [f"env.{k}: {CHANGED}" for k in spec.env] + [f"headers.{k}: {CHANGED}" for k in spec.headers]
+        details += [f"env.{k}: {CHANGED}" for k in spec.env] + [
+            f"headers.{k}: {CHANGED}" for k in spec.headers
+        ]
         if spec.pinning != "accept":
             details.append(f"pinning: {spec.pinning}")
         if spec.oauth:
@@ -180,13 +227,26 @@ def _connection(spec: ConnectionSpec, live: LiveConnection | None, path: Path) -
     details += _secret_pairs("env", live.env, spec.env) + _secret_pairs("headers", live.headers, spec.headers)
     if row.pinning != spec.pinning:
         details.append(f"pinning: {row.pinning} -> {spec.pinning}")
-    wanted_auth = None if not spec.oauth else "oauth_member" if (oauth_of(spec) or {}).get("per_member") else "oauth"
+    wanted_auth = (
+        None if not spec.oauth else "oauth_member" if (oauth_of(spec) or {}).get("per_member") else "oauth"
+    )
     oauth_changed = row.auth != wanted_auth or _oauth_settings(live.oauth) != _oauth_settings(oauth_of(spec))
     if oauth_changed:
         details.append(f"oauth: {CHANGED}")
     if not details:
         return []
-    return [Change("connection", "update", spec.name, tuple(details), path, spec, live, {"oauth_changed": oauth_changed})]
+    return [
+        Change(
+            "connection",
+            "update",
+            spec.name,
+            tuple(details),
+            path,
+            spec,
+            live,
+            {"oauth_changed": oauth_changed},
+        )
+    ]
 
 
 def _oauth_settings(sealed: dict[str, Any] | None) -> dict[str, Any]:
@@ -202,12 +262,16 @@ def _rule_name(key: tuple[str | None, ...]) -> str:
     effect, kind, target, connector, account, tool = key
     parts = [f"{kind} {target} {effect}s"]
     parts += [f"{n} {v}" for n, v in (("connector", connector), ("account", account), ("tool", tool)) if v]
-    return " ".join(parts) if len(parts) > 1 else parts[0] + (" everything" if effect == "block" else " nothing")
+    return (
+        " ".join(parts) if len(parts) > 1 else parts[0] + (" everything" if effect == "block" else " nothing")
+    )
 
 
 def _approval_name(key: tuple[str | None, ...]) -> str:
     risk, account, role = key
-    return " ".join([f"{risk} calls"] + [f"{n} {v}" for n, v in (("of account", account), ("by role", role)) if v])
+    return " ".join(
+        [f"{risk} calls"] + [f"{n} {v}" for n, v in (("of account", account), ("by role", role)) if v]
+    )
 
 
 def _limit_name(key: tuple[str | None, ...]) -> str:

@@ -44,7 +44,9 @@ class Current:
     classifications: dict[tuple[str, str], str] = field(default_factory=dict)
 
 
-def rule_key(effect: str, kind: str, target: str, connector: str | None, account: str | None, tool: str | None) -> tuple[str | None, ...]:
+def rule_key(
+    effect: str, kind: str, target: str, connector: str | None, account: str | None, tool: str | None
+) -> tuple[str | None, ...]:
     return (effect, kind, target, connector, account, tool)
 
 
@@ -52,7 +54,9 @@ def approval_key(risk: str, account: str | None, role: str | None) -> tuple[str 
     return (risk, account, role)
 
 
-def limit_key(member: str | None, role: str | None, account: str | None, tool: str | None) -> tuple[str | None, ...]:
+def limit_key(
+    member: str | None, role: str | None, account: str | None, tool: str | None
+) -> tuple[str | None, ...]:
     return (member, role, account, tool)
 
 
