@@ -134,6 +134,17 @@ def test_26_apply_to_an_empty_organization_creates_every_object(applied: tuple[s
     assert SECRET not in json.dumps(lists)
 
 
+def test_26_each_applied_change_is_an_administrative_audit_row_naming_the_operator(
+    applied: tuple[str, Path],
+) -> None:
+    from toolcrib.gateway.audit import search_audit
+    from toolcrib.store.audit import AuditFilter
+
+    db_url, _ = applied
+    rows = _with_gateway(db_url, lambda gw, op: search_audit(gw, op, AuditFilter(operation="org_apply:create:connection")))
+    assert [(r["kind"], r["member"], r["account"], r["outcome"]) for r in rows] == [("admin", "owner", "desk", "ok")]
+
+
 def test_26_a_second_apply_changes_nothing_and_plan_exits_0(applied: tuple[str, Path]) -> None:
     db_url, tmp = applied
     before = _lists(db_url)
@@ -341,3 +352,30 @@ def test_26_the_committed_json_schema_is_the_generated_one() -> None:
 
     committed = json.loads((ROOT / "docs" / "toolcrib.schema.json").read_text())
     assert committed == json_schema(), "run: toolcrib schema -o docs/toolcrib.schema.json"
+
+
+def test_26_r15_2_a_running_replica_sees_what_a_file_applied_on_postgresql(postgres: Any) -> None:
+    """Two gateways over one PostgreSQL: the file is applied through one (the command line's
+    functions), and the other, already running and already holding its policy, picks up the new
+    connection and restriction from the change notifications (LISTEN/NOTIFY), well within the
+    policy cache time it would otherwise wait."""
+    from tests.conftest import PG_SECRET_KEY
+
+    url = postgres.create_database()
+    settings = Settings(database_url=url, semantic=False, secret_key=PG_SECRET_KEY)
+
+    async def main() -> None:
+        async with Gateway.open(settings, follow_changes=False) as applier:
+            await members.init_owner(applier, "owner")
+            async with Gateway.open(settings) as replica:
+                assert (await replica.policy()).rules == ()  # held for the policy cache time
+                await apply_file(applier, await members.operator_principal(applier), ORG, "org.yaml", environ=ENV)
+                with anyio.fail_after(30):
+                    while "desk" not in replica.catalogs or not (await replica.policy()).rules:
+                        await anyio.sleep(0.05)
+                assert replica.connections["desk"].status == "active"
+                assert "echo_message" in replica.catalogs["desk"]
+                assert {r.target for r in (await replica.policy()).rules} == {"member", "bob"}
+                assert replica.settings.policy_cache_seconds >= 60
+
+    anyio.run(main)

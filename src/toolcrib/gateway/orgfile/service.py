@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from toolcrib.errors import ConfigError
 from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.members import init_owner, operator_principal
 from toolcrib.gateway.orgfile.applying import apply_changes, precheck
@@ -30,8 +31,10 @@ async def principal_for_file(gw: Gateway, text: str, source: str, *, create_owne
     if any(m.role == "owner" and m.status == "active" for m in listed):
         return await operator_principal(gw)
     owner = _first_owner(text, source)
-    if owner is None or not create_owner:
+    if not create_owner:
         return Operator(member=owner or "", role="owner", scopes=SCOPES, grant_id="cli")
+    if owner is None:
+        raise ConfigError("no owner yet: list one in the file's members (role: owner) or run `toolcrib init`")
     await init_owner(gw, owner)
     return await operator_principal(gw)
 
