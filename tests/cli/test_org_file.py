@@ -141,8 +141,12 @@ def test_26_each_applied_change_is_an_administrative_audit_row_naming_the_operat
     from toolcrib.store.audit import AuditFilter
 
     db_url, _ = applied
-    rows = _with_gateway(db_url, lambda gw, op: search_audit(gw, op, AuditFilter(operation="org_apply:create:connection")))
-    assert [(r["kind"], r["member"], r["account"], r["outcome"]) for r in rows] == [("admin", "owner", "desk", "ok")]
+    rows = _with_gateway(
+        db_url, lambda gw, op: search_audit(gw, op, AuditFilter(operation="org_apply:create:connection"))
+    )
+    assert [(r["kind"], r["member"], r["account"], r["outcome"]) for r in rows] == [
+        ("admin", "owner", "desk", "ok")
+    ]
 
 
 def test_26_a_second_apply_changes_nothing_and_plan_exits_0(applied: tuple[str, Path]) -> None:
@@ -209,6 +213,8 @@ def test_26_prune_deletes_what_the_file_does_not_list_and_plan_lists_deletes_onl
         after = [
             c.line() for c in (await plan_file(gw, op, smaller, "small.yaml", prune=True, environ=ENV))[1]
         ]
+        with pytest.raises(FileError, match="'bob' was a member and was removed"):
+            await plan_file(gw, op, ORG, "org.yaml", environ=ENV)  # a removed member's name is not reused
         return kept, pruned, after
 
     kept, pruned, after = _with_gateway_new(fresh, work)
@@ -347,6 +353,29 @@ def test_26_a_failure_after_some_changes_leaves_the_organization_as_it_was(tmp_p
     assert [json.loads(m)["name"] for m in lists["members"]] == ["owner"]
 
 
+def test_26_apply_on_a_database_without_owner_makes_the_files_owner_the_operator(tmp_path: Path) -> None:
+    from toolcrib.errors import ConfigError
+    from toolcrib.gateway.orgfile.service import principal_for_file
+
+    async def main() -> tuple[str, str]:
+        settings = Settings(database_url=f"sqlite:///{tmp_path / 'new.db'}", semantic=False)
+        async with Gateway.open(settings, follow_changes=False) as gw:
+            with pytest.raises(ConfigError, match="no owner yet"):
+                await principal_for_file(
+                    gw, "members: [{name: ann, role: member}]", "o.yaml", create_owner=True
+                )
+            planner = await principal_for_file(
+                gw, "members: [{name: root, role: owner}]", "o.yaml", create_owner=False
+            )
+            assert await members.list_members(gw, planner) == []  # planning creates nobody
+            actor = await principal_for_file(
+                gw, "members: [{name: root, role: owner}]", "o.yaml", create_owner=True
+            )
+            return actor.member, actor.role
+
+    assert anyio.run(main) == ("root", "owner")
+
+
 def test_26_the_committed_json_schema_is_the_generated_one() -> None:
     from toolcrib.gateway.orgfile.models import json_schema
 
@@ -369,9 +398,11 @@ def test_26_r15_2_a_running_replica_sees_what_a_file_applied_on_postgresql(postg
             await members.init_owner(applier, "owner")
             async with Gateway.open(settings) as replica:
                 assert (await replica.policy()).rules == ()  # held for the policy cache time
-                await apply_file(applier, await members.operator_principal(applier), ORG, "org.yaml", environ=ENV)
+                await apply_file(
+                    applier, await members.operator_principal(applier), ORG, "org.yaml", environ=ENV
+                )
                 with anyio.fail_after(30):
-                    while "desk" not in replica.catalogs or not (await replica.policy()).rules:
+                    while "desk" not in replica.catalogs or not (await replica.policy()).rules:  # noqa: ASYNC110 - the replica offers no event, bounded
                         await anyio.sleep(0.05)
                 assert replica.connections["desk"].status == "active"
                 assert "echo_message" in replica.catalogs["desk"]

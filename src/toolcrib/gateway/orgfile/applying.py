@@ -63,6 +63,13 @@ def precheck(desired: Desired, changes: list[Change]) -> None:
         for c in changes
         if c.kind == "connection" and c.extra.get("oauth_changed")
     ]
+    problems += [
+        desired.marks.problem(
+            (*c.path, "name"), f"{c.name!r} was a member and was removed: choose another name"
+        )
+        for c in changes
+        if c.kind == "member" and c.extra.get("removed")
+    ]
     if problems:
         raise FileError(desired.source, problems)
 

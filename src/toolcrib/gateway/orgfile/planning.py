@@ -62,7 +62,10 @@ def plan(
     for i, m in enumerate(org.members):
         had = now.members.get(m.name)
         if had is None:
-            changes.append(Change("member", "create", m.name, (f"role: {m.role}",), ("members", i), m))
+            gone = {"removed": True} if m.name in now.removed_members else {}
+            changes.append(
+                Change("member", "create", m.name, (f"role: {m.role}",), ("members", i), m, extra=gone)
+            )
         elif had.role != m.role:
             changes.append(
                 Change("member", "update", m.name, (f"role: {had.role} -> {m.role}",), ("members", i), m, had)

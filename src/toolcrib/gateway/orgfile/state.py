@@ -17,6 +17,7 @@ from toolcrib.policy.approvals import ApprovalRule
 from toolcrib.policy.gates import Principal
 from toolcrib.policy.limits import LimitRule
 from toolcrib.policy.rules import Rule
+from toolcrib.store import members as member_store
 from toolcrib.store.connections import ConnectionRow
 from toolcrib.store.members import MemberRow
 
@@ -42,6 +43,8 @@ class Current:
     approvals: list[ApprovalRule] = field(default_factory=list)
     limits: list[LimitRule] = field(default_factory=list)
     classifications: dict[tuple[str, str], str] = field(default_factory=dict)
+    removed_members: frozenset[str] = frozenset()
+    """Names of removed members: a removed member's name is not given to a new member."""
 
 
 def rule_key(
@@ -69,6 +72,9 @@ async def read_current(gw: Gateway, actor: Principal) -> Current:
             row, dict(secrets.get("env") or {}), dict(secrets.get("headers") or {}), secrets.get("oauth")
         )
     now.members = {m.name: m for m in await members.list_members(gw, actor)}
+    now.removed_members = frozenset(
+        m.name for m in await member_store.list_members(gw.db) if m.status == "removed"
+    )
     now.restrictions = await restrictions.list_restrictions(gw, actor)
     listed = await restrictions.list_frozen(gw, actor)  # the permission check, and which are secret
     snapshot = (await gw.policy()).frozen_values
