@@ -331,26 +331,59 @@ def test_26_file_references_are_read_bounded_and_missing_ones_are_named(tmp_path
 
 
 def test_26_a_failure_after_some_changes_leaves_the_organization_as_it_was(tmp_path: Path) -> None:
-    """The frozen parameter's tool is known only once the new connection is synced: the apply fails
-    there, after the connection was created, and the connection is removed again (compensation).
-    A member the file adds before a failing restriction is forgotten again too."""
+    """The frozen parameter's tool is known only once the file's connections are synced: the apply
+    fails there, after the connection was created (then: updated with a new secret), and the
+    connection is removed again (then: put back with its old secret) by compensation."""
     db_url = f"sqlite:///{tmp_path / 'half.db'}"
     broken = ORG.replace("parameter: priority", "parameter: no_such_parameter")
+    other = {"DESK_KEY": "a-new-secret-value"}
 
-    async def work(gw: Gateway, op: Principal) -> tuple[str, list[str]]:
-        try:
+    async def work(gw: Gateway, op: Principal) -> tuple[str, list[str], str, list[str]]:
+        with pytest.raises(FileError) as created:
             await apply_file(gw, op, broken, "org.yaml", environ=ENV)
-        except FileError as exc:
-            return exc.message, [c.line() for c in (await plan_file(gw, op, ORG, "org.yaml", environ=ENV))[1]]
-        raise AssertionError("applied")
+        planned = [c.line() for c in (await plan_file(gw, op, ORG, "org.yaml", environ=ENV))[1]]
+        await apply_file(gw, op, ORG, "org.yaml", environ=ENV)
+        with pytest.raises(FileError) as updated:
+            await apply_file(gw, op, broken.replace("Helpdesk", "Desk"), "org.yaml", environ=other)
+        again = [c.line() for c in (await plan_file(gw, op, ORG, "org.yaml", environ=ENV))[1]]
+        return created.value.message, planned, updated.value.message, again
 
-    message, planned = _with_gateway_new(db_url, work)
+    message, planned, message2, again = _with_gateway_new(db_url, work)
     assert "line 16, column 53" in message
     assert "no_such_parameter" in message
     assert any(p.startswith("+ create connection desk") for p in planned)  # it was removed again
+    assert "no_such_parameter" in message2
+    assert again == []  # the connector and the secret env value are as they were
+
+
+def test_26_a_gateway_refusal_half_way_undoes_the_members_and_rules_already_made(tmp_path: Path) -> None:
+    """A change the gateway refuses after members, restrictions and a limit were made (a limit
+    naming a member nobody has, slipped past the file's checks): all of them are undone."""
+    from toolcrib.errors import NotFound
+    from toolcrib.gateway.orgfile.applying import apply_changes
+    from toolcrib.gateway.orgfile.models import LimitSpec
+    from toolcrib.gateway.orgfile.planning import Change
+
+    db_url = f"sqlite:///{tmp_path / 'undo.db'}"
+    text = """
+members: [{name: ann, role: member}, {name: bob, role: admin}]
+restrictions: [{effect: block, role: member, tool: "delete_*"}, {effect: block, user: bob}]
+limits: [{role: member, per_minute: 60}]
+approvals: [{risk: destructive}]
+"""
+
+    async def work(gw: Gateway, op: Principal) -> list[str]:
+        desired, changes = await plan_file(gw, op, text, "org.yaml")
+        ghost = Change("limit", "create", "ghost", desired=LimitSpec(member="ghost", per_minute=1))
+        with pytest.raises(NotFound):
+            await apply_changes(gw, op, desired, [*changes, ghost])
+        return [c.line() for c in (await plan_file(gw, op, text, "org.yaml"))[1]]
+
+    planned = _with_gateway_new(db_url, work)
+    assert len(planned) == 6  # everything is still to be created
     lists = _lists(db_url)
-    assert lists["connections"] == []
     assert [json.loads(m)["name"] for m in lists["members"]] == ["owner"]
+    assert all(not lists[k] for k in ("restrictions", "limits", "approvals"))
 
 
 def test_26_apply_on_a_database_without_owner_makes_the_files_owner_the_operator(tmp_path: Path) -> None:
