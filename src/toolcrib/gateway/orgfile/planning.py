@@ -54,141 +54,163 @@ def plan(
     desired: Desired, now: Current, *, prune: bool, keep_members: frozenset[str] = frozenset()
 ) -> list[Change]:
     """The changes, in the order ``apply`` makes them: creations and updates section by section
-    (connections first: the rest may name them), then deletions, connections last."""
-    org = desired.org
-    changes: list[Change] = []
-    for i, c in enumerate(org.connections):
-        changes.extend(_connection(c, now.connections.get(c.name), ("connections", i)))
-    for i, m in enumerate(org.members):
+    (connections first: the rest may name them), then, with ``prune``, deletions (of rules first,
+    members and connections last). ``keep_members`` are never deleted (the operator applying)."""
+    sections = (
+        _connections(desired, now),
+        _members(desired, now, keep_members),
+        _restrictions(desired, now),
+        _frozen(desired, now),
+        _approvals(desired, now),
+        _limits(desired, now),
+        _classifications(desired, now),
+    )
+    made = [c for section in sections for c in section[0]]
+    if not prune:
+        return made
+    order = ("limit", "approval", "frozen", "classification", "restriction", "member", "connection")
+    gone = sorted((c for section in sections for c in section[1]), key=lambda c: order.index(c.kind))
+    return made + gone
+
+
+_Section = tuple[list[Change], list[Change]]
+"""The creations and updates of one section, and what ``prune`` would delete."""
+
+
+def _connections(desired: Desired, now: Current) -> _Section:
+    made = [
+        change
+        for i, c in enumerate(desired.org.connections)
+        for change in _connection(c, now.connections.get(c.name), ("connections", i))
+    ]
+    in_file = {c.name for c in desired.org.connections}
+    gone = [
+        Change("connection", "delete", n, current=c) for n, c in now.connections.items() if n not in in_file
+    ]
+    return made, gone
+
+
+def _members(desired: Desired, now: Current, keep: frozenset[str]) -> _Section:
+    made = []
+    for i, m in enumerate(desired.org.members):
         had = now.members.get(m.name)
         if had is None:
             gone = {"removed": True} if m.name in now.removed_members else {}
-            changes.append(
+            made.append(
                 Change("member", "create", m.name, (f"role: {m.role}",), ("members", i), m, extra=gone)
             )
         elif had.role != m.role:
-            changes.append(
-                Change("member", "update", m.name, (f"role: {had.role} -> {m.role}",), ("members", i), m, had)
-            )
-    stored_rules = {
+            details = (f"role: {had.role} -> {m.role}",)
+            made.append(Change("member", "update", m.name, details, ("members", i), m, had))
+    in_file = {m.name for m in desired.org.members}
+    deleted = [
+        Change("member", "delete", n, current=m) for n, m in now.members.items() if n not in in_file | keep
+    ]
+    return made, deleted
+
+
+def _restrictions(desired: Desired, now: Current) -> _Section:
+    stored = {
         rule_key(r.effect, r.target_kind, r.target, r.connector, r.account, r.tool): r
         for r in now.restrictions
     }
-    wanted_rules = set()
-    for i, r in enumerate(org.restrictions):
+    wanted = set()
+    made = []
+    for i, r in enumerate(desired.org.restrictions):
         kind, target = ("role", r.role) if r.role is not None else ("user", r.user)
         key = rule_key(r.effect, kind, str(target), r.connector, r.account, r.tool)
-        wanted_rules.add(key)
-        if key not in stored_rules:
-            changes.append(Change("restriction", "create", _rule_name(key), (), ("restrictions", i), r))
-    wanted_frozen = set()
-    for i, f in enumerate(org.frozen):
-        key3 = (f.account, f.tool, f.parameter)
-        wanted_frozen.add(key3)
+        wanted.add(key)
+        if key not in stored:
+            made.append(Change("restriction", "create", _rule_name(key), (), ("restrictions", i), r))
+    gone = [
+        Change("restriction", "delete", _rule_name(k), current=r)
+        for k, r in stored.items()
+        if k not in wanted
+    ]
+    return made, gone
+
+
+def _frozen(desired: Desired, now: Current) -> _Section:
+    made = []
+    for i, f in enumerate(desired.org.frozen):
         secret = desired.frozen_secret[i]
-        had_f = now.frozen.get(key3)
+        had = now.frozen.get((f.account, f.tool, f.parameter))
         name = f"{f.account}__{f.tool}.{f.parameter}"
-        shown = CHANGED if secret else json.dumps(f.value)
-        if had_f is None:
-            changes.append(
-                Change(
-                    "frozen", "create", name, (f"value: {shown}",), ("frozen", i), f, extra={"secret": secret}
-                )
+        shown = f"value: {CHANGED if secret else json.dumps(f.value)}"
+        if had is None:
+            made.append(
+                Change("frozen", "create", name, (shown,), ("frozen", i), f, extra={"secret": secret})
             )
-        elif had_f != (f.value, secret):
-            details = [f"value: {shown}"] if had_f[0] != f.value else []
-            if had_f[1] != secret:
-                details.append(f"secret: {had_f[1]} -> {secret}")
-            changes.append(
-                Change("frozen", "update", name, tuple(details), ("frozen", i), f, had_f, {"secret": secret})
+        elif had != (f.value, secret):
+            details = [shown] if had[0] != f.value else []
+            if had[1] != secret:
+                details.append(f"secret: {had[1]} -> {secret}")
+            made.append(
+                Change("frozen", "update", name, tuple(details), ("frozen", i), f, had, {"secret": secret})
             )
-    stored_approvals = {approval_key(a.classification, a.account, a.role): a for a in now.approvals}
-    wanted_approvals = set()
-    for i, a in enumerate(org.approvals):
-        akey = approval_key(a.risk, a.account, a.role)
-        wanted_approvals.add(akey)
-        if akey not in stored_approvals:
-            changes.append(Change("approval", "create", _approval_name(akey), (), ("approvals", i), a))
-    stored_limits = {limit_key(x.member, x.role, x.account, x.tool): x for x in now.limits}
-    wanted_limits = set()
-    for i, lim in enumerate(org.limits):
-        lkey = limit_key(lim.member, lim.role, lim.account, lim.tool)
-        wanted_limits.add(lkey)
-        had_l = stored_limits.get(lkey)
+    wanted = {(f.account, f.tool, f.parameter) for f in desired.org.frozen}
+    gone = [
+        Change("frozen", "delete", f"{k[0]}__{k[1]}.{k[2]}", current=(k, v))
+        for k, v in now.frozen.items()
+        if k not in wanted
+    ]
+    return made, gone
+
+
+def _approvals(desired: Desired, now: Current) -> _Section:
+    stored = {approval_key(a.classification, a.account, a.role): a for a in now.approvals}
+    keyed = [(i, a, approval_key(a.risk, a.account, a.role)) for i, a in enumerate(desired.org.approvals)]
+    made = [
+        Change("approval", "create", _approval_name(k), (), ("approvals", i), a)
+        for i, a, k in keyed
+        if k not in stored
+    ]
+    wanted = {k for _, _, k in keyed}
+    gone = [
+        Change("approval", "delete", _approval_name(k), current=a)
+        for k, a in stored.items()
+        if k not in wanted
+    ]
+    return made, gone
+
+
+def _limits(desired: Desired, now: Current) -> _Section:
+    stored = {limit_key(x.member, x.role, x.account, x.tool): x for x in now.limits}
+    wanted = set()
+    made = []
+    for i, lim in enumerate(desired.org.limits):
+        key = limit_key(lim.member, lim.role, lim.account, lim.tool)
+        wanted.add(key)
+        had = stored.get(key)
         counts = f"per_minute: {lim.per_minute}, per_day: {lim.per_day}"
-        if had_l is None:
-            changes.append(Change("limit", "create", _limit_name(lkey), (counts,), ("limits", i), lim))
-        elif (had_l.per_minute, had_l.per_day) != (lim.per_minute, lim.per_day):
-            before = f"per_minute: {had_l.per_minute}, per_day: {had_l.per_day}"
-            changes.append(
-                Change(
-                    "limit",
-                    "update",
-                    _limit_name(lkey),
-                    (f"{before} -> {counts}",),
-                    ("limits", i),
-                    lim,
-                    had_l,
-                )
+        if had is None:
+            made.append(Change("limit", "create", _limit_name(key), (counts,), ("limits", i), lim))
+        elif (had.per_minute, had.per_day) != (lim.per_minute, lim.per_day):
+            details = (f"per_minute: {had.per_minute}, per_day: {had.per_day} -> {counts}",)
+            made.append(Change("limit", "update", _limit_name(key), details, ("limits", i), lim, had))
+    gone = [
+        Change("limit", "delete", _limit_name(k), current=x) for k, x in stored.items() if k not in wanted
+    ]
+    return made, gone
+
+
+def _classifications(desired: Desired, now: Current) -> _Section:
+    made = []
+    for i, cl in enumerate(desired.org.classifications):
+        had = now.classifications.get((cl.account, cl.tool))
+        if had != cl.risk:
+            action, detail = (
+                ("create", f"risk: {cl.risk}") if had is None else ("update", f"risk: {had} -> {cl.risk}")
             )
-    wanted_classes = set()
-    for i, cl in enumerate(org.classifications):
-        ckey = (cl.account, cl.tool)
-        wanted_classes.add(ckey)
-        had_c = now.classifications.get(ckey)
-        if had_c != cl.risk:
-            action = "create" if had_c is None else "update"
-            detail = f"risk: {cl.risk}" if had_c is None else f"risk: {had_c} -> {cl.risk}"
-            changes.append(
-                Change(
-                    "classification",
-                    action,
-                    f"{cl.account}__{cl.tool}",
-                    (detail,),
-                    ("classifications", i),
-                    cl,
-                    had_c,
-                )
-            )
-    if prune:
-        changes += [
-            Change("limit", "delete", _limit_name(k), (), current=x)
-            for k, x in stored_limits.items()
-            if k not in wanted_limits
-        ]
-        changes += [
-            Change("approval", "delete", _approval_name(k), (), current=a)
-            for k, a in stored_approvals.items()
-            if k not in wanted_approvals
-        ]
-        changes += [
-            Change("frozen", "delete", f"{k[0]}__{k[1]}.{k[2]}", (), current=(k, v))
-            for k, v in now.frozen.items()
-            if k not in wanted_frozen
-        ]
-        changes += [
-            Change("classification", "delete", f"{k[0]}__{k[1]}", (), current=(k, v))
-            for k, v in now.classifications.items()
-            if k not in wanted_classes
-        ]
-        changes += [
-            Change("restriction", "delete", _rule_name(k), (), current=r)
-            for k, r in stored_rules.items()
-            if k not in wanted_rules
-        ]
-        in_file = {m.name for m in org.members}
-        changes += [
-            Change("member", "delete", name, (), current=m)
-            for name, m in now.members.items()
-            if name not in in_file and name not in keep_members
-        ]
-        in_file = {c.name for c in org.connections}
-        changes += [
-            Change("connection", "delete", name, (), current=c)
-            for name, c in now.connections.items()
-            if name not in in_file
-        ]
-    return changes
+            name = f"{cl.account}__{cl.tool}"
+            made.append(Change("classification", action, name, (detail,), ("classifications", i), cl, had))
+    wanted = {(cl.account, cl.tool) for cl in desired.org.classifications}
+    gone = [
+        Change("classification", "delete", f"{k[0]}__{k[1]}", current=(k, v))
+        for k, v in now.classifications.items()
+        if k not in wanted
+    ]
+    return made, gone
 
 
 def argv_of(spec: ConnectionSpec) -> list[str] | None:
