@@ -182,16 +182,23 @@ def _limits(desired: Desired, now: Current) -> _Section:
         key = limit_key(lim.member, lim.role, lim.account, lim.tool)
         wanted.add(key)
         had = stored.get(key)
-        counts = f"per_minute: {lim.per_minute}, per_day: {lim.per_day}"
+        counts = _counts(lim)
         if had is None:
             made.append(Change("limit", "create", _limit_name(key), (counts,), ("limits", i), lim))
         elif (had.per_minute, had.per_day) != (lim.per_minute, lim.per_day):
-            details = (f"per_minute: {had.per_minute}, per_day: {had.per_day} -> {counts}",)
+            details = (f"{_counts(had)} -> {counts}",)
             made.append(Change("limit", "update", _limit_name(key), details, ("limits", i), lim, had))
     gone = [
         Change("limit", "delete", _limit_name(k), current=x) for k, x in stored.items() if k not in wanted
     ]
     return made, gone
+
+
+def _counts(rule: Any) -> str:
+    """``per_minute: 60, per_day: 900`` (the counts a limit sets)."""
+    return ", ".join(
+        f"{k}: {getattr(rule, k)}" for k in ("per_minute", "per_day") if getattr(rule, k) is not None
+    )
 
 
 def _classifications(desired: Desired, now: Current) -> _Section:
