@@ -132,8 +132,11 @@ async def update_connection(
     env: Mapping[str, str] | None = None,
     headers: Mapping[str, str] | None = None,
     actor: Principal,
+    pinning: str | None = None,
 ) -> ConnectionRow:
     """Change what is given (the rest is kept), checked like a new connection, then sync again.
+
+    ``pinning`` changes what a later sync does with a tool new to the connection (R-13.4).
 
     A new command, or new ``env`` for a stdio server (``LD_PRELOAD`` runs code too), is refused to
     an ``actor`` unless ``allow_remote_stdio`` is set, as on creation.
@@ -155,6 +158,8 @@ async def update_connection(
         secrets.get("headers") if headers is None else headers,
         _kept_oauth(current.auth, secrets.get("oauth")),
     )
+    if pinning is not None:
+        _check_pinning(pinning)
     stdio_changed = d.argv is not None and (d.argv != current.command or env is not None)
     _require_stdio_allowed(gw, actor, stdio_changed)
     await _require_reach(gw, actor, d)
@@ -167,6 +172,7 @@ async def update_connection(
         command=d.argv,
         url=d.url,
         secrets=gw.box.seal(_sealed(d)),
+        pinning=current.pinning if pinning is None else pinning,
     )
     await gw.upstreams.discard(name)
     return await _synced_by(gw, name, actor)

@@ -20,11 +20,13 @@ __all__ = [
     "add_restriction",
     "classify_tool",
     "explain_restriction",
+    "list_classifications",
     "list_frozen",
     "list_restrictions",
     "remove_restriction",
     "rule_view",
     "set_frozen",
+    "unclassify_tool",
     "unset_frozen",
 ]
 
@@ -143,3 +145,19 @@ async def classify_tool(gw: Gateway, account: str, tool: str, risk: str, actor: 
     _tool_of(gw, account, tool)
     await store.set_override(gw.db, account, tool, risk)
     await gw.reload_policy()
+
+
+async def unclassify_tool(gw: Gateway, account: str, tool: str, actor: Principal) -> None:
+    """Drop the admin override of a tool's classification: its own annotations and verb decide
+    again (R-7.4)."""
+    require_operation(actor, "connections:write", "update")
+    if not await store.delete_override(gw.db, account, tool):
+        raise NotFound(f"{account}__{tool} has no classification override")
+    await gw.reload_policy()
+
+
+async def list_classifications(gw: Gateway, actor: Principal) -> dict[tuple[str, str], str]:
+    """Every classification override: ``(account, tool) -> risk``."""
+    require_operation(actor, "connections:write", "list")
+    await gw.reload_policy()
+    return dict((await gw.policy()).overrides)

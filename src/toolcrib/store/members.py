@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import delete, insert, select, update
 
 from toolcrib.store.database import Database
 from toolcrib.store.tables import grants, members
@@ -79,6 +79,16 @@ async def list_members(db: Database) -> list[MemberRow]:
 async def update_member(db: Database, name: str, **values: Any) -> None:
     async with db.begin() as conn:
         await conn.execute(update(members).where(members.c.name == name).values(**values))
+
+
+async def delete_new_member(db: Database, name: str) -> bool:
+    """Forget a member who never held a grant (an organization file's apply undoing its own
+    creation, #26); a member with grants is kept (their audit and grants name them)."""
+    async with db.begin() as conn:
+        if (await conn.execute(select(grants.c.id).where(grants.c.member == name).limit(1))).first():
+            return False
+        result = await conn.execute(delete(members).where(members.c.name == name))
+    return bool(result.rowcount)
 
 
 async def insert_grant(

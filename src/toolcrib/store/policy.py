@@ -77,3 +77,12 @@ async def list_overrides(db: Database) -> list[dict[str, Any]]:
     async with db.begin() as conn:
         rows = (await conn.execute(select(overrides))).all()
     return [dict(r._mapping) for r in rows]
+
+
+async def delete_override(db: Database, account: str, tool: str) -> bool:
+    async with db.begin() as conn:
+        result = await conn.execute(
+            delete(overrides).where(overrides.c.account == account, overrides.c.tool == tool)
+        )
+        await announce(conn, POLICY)
+    return bool(result.rowcount)

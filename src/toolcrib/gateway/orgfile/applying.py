@@ -1,0 +1,367 @@
+"""Applying an organization file (#26): all of it, or nothing.
+
+Every change goes through the gateway function every face uses (``add_connection``,
+``add_member``, ``add_restriction``, ``set_frozen``, ``set_approval_rule``, ``set_limit``,
+``classify_tool``, ...), acting as the same principal (the command line's Operator), so it is
+validated, sealed (R-13.3, R-9.2), announced to the other replicas (LISTEN/NOTIFY on PostgreSQL,
+R-15.2) and checked for permission exactly as there.
+
+**All or nothing, by validation first and compensation after.** Those functions each commit on
+their own, and adding a connection starts and syncs an upstream server, which no database
+transaction should span (it would hold SQLite's write lock, or a PostgreSQL transaction, for as
+long as a server takes to start). So:
+
+1. the whole file is checked before anything changes (:mod:`.checks`: shape, every object by the
+   gateway's validators, every reference resolved, every account and member named known);
+2. connections are created and updated first; then what needs their catalogs (a frozen
+   parameter's tool and parameter, a limit's or a classification's tool) is checked, still
+   before any other object changes;
+3. every change made records its inverse; when any later step fails, the inverses run newest
+   first (a created connection removed, an updated one put back as it was, a created member
+   forgotten, a rule removed, a frozen value or a limit restored ...), and the error is raised.
+
+Deletions (``--prune``) come last, connections last of all, so a failure rarely has a deletion to
+undo. One administrative audit row per applied change names the operator and the object.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from toolcrib.errors import ToolcribError
+from toolcrib.gateway import approvals, connections, limits, members, restrictions
+from toolcrib.gateway.audit import record_admin_act
+from toolcrib.gateway.core import Gateway
+from toolcrib.gateway.orgfile.checks import Desired
+from toolcrib.gateway.orgfile.loading import FileError, Problem
+from toolcrib.gateway.orgfile.planning import Change, argv_of, oauth_of
+from toolcrib.gateway.orgfile.state import LiveConnection
+from toolcrib.policy.gates import Principal
+from toolcrib.store import members as member_store
+
+__all__ = ["apply_changes", "precheck"]
+
+logger = logging.getLogger(__name__)
+
+Undo = Callable[[], Awaitable[object]]
+
+
+@dataclass(slots=True)
+class _Run:
+    gw: Gateway
+    actor: Principal
+    undo: list[Undo] = field(default_factory=list)
+
+
+def precheck(desired: Desired, changes: list[Change]) -> None:
+    """What can be refused from the plan alone, before anything changes."""
+    problems = [
+        desired.marks.problem(c.path, "changes the connection's OAuth settings: remove it and apply again")
+        for c in changes
+        if c.kind == "connection" and c.extra.get("oauth_changed")
+    ]
+    problems += [
+        desired.marks.problem(
+            (*c.path, "name"), f"{c.name!r} was a member and was removed: choose another name"
+        )
+        for c in changes
+        if c.kind == "member" and c.extra.get("removed")
+    ]
+    if problems:
+        raise FileError(desired.source, problems)
+
+
+async def apply_changes(gw: Gateway, actor: Principal, desired: Desired, changes: list[Change]) -> None:
+    """Make ``changes`` (``planning.plan``'s, in its order), or none of them."""
+    precheck(desired, changes)
+    run = _Run(gw, actor)
+    try:
+        for change in changes:
+            if change.kind == "connection" and change.action != "delete":
+                await _connection(run, change)
+        _catalog_check(gw, desired, changes)
+        for change in changes:
+            if not (change.kind == "connection" and change.action != "delete"):
+                await _STEPS[(change.kind, change.action)](run, change)
+    except BaseException:
+        await _compensate(run)
+        raise
+    for change in changes:
+        await record_admin_act(
+            gw,
+            member=actor.member,
+            account=_account_of(change),
+            operation=f"org_apply:{change.action}:{change.kind}",
+            outcome="ok",
+            error_code=None,
+            target=change.name[:200],
+        )
+
+
+async def _compensate(run: _Run) -> None:
+    """Undo what this apply did, newest first; an undo that fails is logged and the rest go on."""
+    for undo in reversed(run.undo):
+        try:
+            await undo()
+        except (ToolcribError, OSError):
+            logger.exception("apply: could not undo one change; the organization may differ from before")
+
+
+def _account_of(change: Change) -> str:
+    if change.kind == "connection":
+        return change.name
+    return str(getattr(change.desired, "account", None) or "")
+
+
+def _catalog_check(gw: Gateway, desired: Desired, changes: list[Change]) -> None:
+    """Tools and parameters the file names exist in their connections' catalogs (now synced)."""
+    problems: list[Problem] = []
+
+    def tool_known(path: tuple[str | int, ...], account: str, tool: str) -> bool:
+        if tool in gw.catalogs.get(account, {}):
+            return True
+        status = gw.connections[account].status if account in gw.connections else "absent"
+        why = "" if status == "active" else f" (the connection is {status})"
+        problems.append(desired.marks.problem((*path, "tool"), f"{account!r} has no tool {tool!r}{why}"))
+        return False
+
+    for change in changes:
+        if change.action == "delete" or change.kind not in ("frozen", "limit", "classification"):
+            continue
+        spec = change.desired
+        if change.kind == "limit" and (spec.tool is None or spec.account is None):
+            continue
+        if not tool_known(change.path, spec.account, spec.tool) or change.kind != "frozen":
+            continue
+        properties = gw.catalogs[spec.account][spec.tool].record.input_schema.get("properties") or {}
+        if spec.parameter not in properties:
+            problems.append(
+                desired.marks.problem(
+                    (*change.path, "parameter"),
+                    f"{spec.account}__{spec.tool} has no parameter {spec.parameter!r}",
+                )
+            )
+    if problems:
+        raise FileError(desired.source, problems)
+
+
+async def _connection(run: _Run, change: Change) -> None:
+    gw, actor, spec = run.gw, run.actor, change.desired
+    if change.action == "create":
+        await connections.add_connection(
+            gw,
+            spec.name,
+            connector=spec.connector,
+            command=argv_of(spec),
+            url=spec.url,
+            env=spec.env,
+            headers=spec.headers,
+            oauth=oauth_of(spec),
+            actor=actor,
+            pinning=spec.pinning,
+        )
+        run.undo.append(lambda: connections.remove_connection(gw, spec.name, actor))
+        return
+    live: LiveConnection = change.current
+    await connections.update_connection(
+        gw,
+        spec.name,
+        connector=spec.connector,
+        command=argv_of(spec),
+        url=spec.url,
+        env=spec.env,
+        headers=spec.headers,
+        actor=actor,
+        pinning=spec.pinning,
+    )
+    row = live.row
+    run.undo.append(
+        lambda: connections.update_connection(
+            gw,
+            row.name,
+            connector=row.connector,
+            command=row.command,
+            url=row.url,
+            env=live.env,
+            headers=live.headers,
+            actor=actor,
+            pinning=row.pinning,
+        )
+    )
+
+
+async def _connection_delete(run: _Run, change: Change) -> None:
+    gw, actor, live = run.gw, run.actor, change.current
+    row = live.row
+    await connections.remove_connection(gw, row.name, actor)
+    oauth = (
+        None
+        if row.auth is None
+        else {**(live.oauth or {}), **({"per_member": True} if row.auth == "oauth_member" else {})}
+    )
+    run.undo.append(
+        lambda: connections.add_connection(
+            gw,
+            row.name,
+            connector=row.connector,
+            command=row.command,
+            url=row.url,
+            env=live.env,
+            headers=live.headers,
+            oauth=oauth,
+            actor=actor,
+            pinning=row.pinning,
+        )
+    )
+
+
+async def _member_create(run: _Run, change: Change) -> None:
+    gw, actor, spec = run.gw, run.actor, change.desired
+    await members.add_member(gw, spec.name, spec.role, actor)
+    run.undo.append(lambda: member_store.delete_new_member(gw.db, spec.name))
+
+
+async def _member_update(run: _Run, change: Change) -> None:
+    gw, actor, spec, had = run.gw, run.actor, change.desired, change.current
+    await members.set_role(gw, spec.name, spec.role, actor)
+    run.undo.append(lambda: members.set_role(gw, spec.name, had.role, actor))
+
+
+async def _member_delete(run: _Run, change: Change) -> None:
+    gw, actor, had = run.gw, run.actor, change.current
+    await members.remove_member(gw, had.name, actor)
+    run.undo.append(lambda: member_store.update_member(gw.db, had.name, status=had.status))
+
+
+async def _restriction_create(run: _Run, change: Change) -> None:
+    gw, actor, r = run.gw, run.actor, change.desired
+    kind, target = ("role", r.role) if r.role is not None else ("user", r.user)
+    rule = await restrictions.add_restriction(
+        gw,
+        effect=r.effect,
+        target_kind=kind,
+        target=target,
+        connector=r.connector,
+        account=r.account,
+        tool=r.tool,
+        actor=actor,
+    )
+    run.undo.append(lambda: restrictions.remove_restriction(gw, rule.id, actor))
+
+
+async def _restriction_delete(run: _Run, change: Change) -> None:
+    gw, actor, rule = run.gw, run.actor, change.current
+    await restrictions.remove_restriction(gw, rule.id, actor)
+    run.undo.append(
+        lambda: restrictions.add_restriction(
+            gw,
+            effect=rule.effect,
+            target_kind=rule.target_kind,
+            target=rule.target,
+            connector=rule.connector,
+            account=rule.account,
+            tool=rule.tool,
+            actor=actor,
+        )
+    )
+
+
+async def _frozen_set(run: _Run, change: Change) -> None:
+    gw, actor, f = run.gw, run.actor, change.desired
+    await restrictions.set_frozen(
+        gw, actor, f.account, f.tool, f.parameter, f.value, secret=change.extra["secret"]
+    )
+    if change.current is None:
+        run.undo.append(lambda: restrictions.unset_frozen(gw, actor, f.account, f.tool, f.parameter))
+    else:
+        old_value, old_secret = change.current
+        run.undo.append(
+            lambda: restrictions.set_frozen(gw, actor, f.account, f.tool, f.parameter, old_value, old_secret)
+        )
+
+
+async def _frozen_delete(run: _Run, change: Change) -> None:
+    gw, actor = run.gw, run.actor
+    (account, tool, param), (value, secret) = change.current
+    await restrictions.unset_frozen(gw, actor, account, tool, param)
+    run.undo.append(lambda: restrictions.set_frozen(gw, actor, account, tool, param, value, secret))
+
+
+async def _approval_create(run: _Run, change: Change) -> None:
+    gw, actor, a = run.gw, run.actor, change.desired
+    await approvals.set_approval_rule(gw, a.risk, account=a.account, role=a.role, actor=actor)
+    run.undo.append(
+        lambda: approvals.set_approval_rule(
+            gw, a.risk, account=a.account, role=a.role, required=False, actor=actor
+        )
+    )
+
+
+async def _approval_delete(run: _Run, change: Change) -> None:
+    gw, actor, a = run.gw, run.actor, change.current
+    await approvals.set_approval_rule(
+        gw, a.classification, account=a.account, role=a.role, required=False, actor=actor
+    )
+    run.undo.append(
+        lambda: approvals.set_approval_rule(gw, a.classification, account=a.account, role=a.role, actor=actor)
+    )
+
+
+def _limit_args(x: Any) -> dict[str, Any]:
+    return {k: getattr(x, k) for k in ("member", "role", "account", "tool", "per_minute", "per_day")}
+
+
+async def _limit_set(run: _Run, change: Change) -> None:
+    gw, actor = run.gw, run.actor
+    rule = await limits.set_limit(gw, actor, **_limit_args(change.desired))
+    old = change.current
+    if old is None:
+        run.undo.append(lambda: limits.remove_limit(gw, actor, rule.id))
+    else:
+        run.undo.append(lambda: limits.set_limit(gw, actor, **_limit_args(old)))
+
+
+async def _limit_delete(run: _Run, change: Change) -> None:
+    gw, actor, old = run.gw, run.actor, change.current
+    await limits.remove_limit(gw, actor, old.id)
+    run.undo.append(lambda: limits.set_limit(gw, actor, **_limit_args(old)))
+
+
+async def _classification_set(run: _Run, change: Change) -> None:
+    gw, actor, c, old = run.gw, run.actor, change.desired, change.current
+    await restrictions.classify_tool(gw, c.account, c.tool, c.risk, actor)
+    if old is None:
+        run.undo.append(lambda: restrictions.unclassify_tool(gw, c.account, c.tool, actor))
+    else:
+        run.undo.append(lambda: restrictions.classify_tool(gw, c.account, c.tool, old, actor))
+
+
+async def _classification_delete(run: _Run, change: Change) -> None:
+    gw, actor = run.gw, run.actor
+    (account, tool), risk = change.current
+    await restrictions.unclassify_tool(gw, account, tool, actor)
+    run.undo.append(lambda: restrictions.classify_tool(gw, account, tool, risk, actor))
+
+
+_STEPS: dict[tuple[str, str], Callable[[_Run, Change], Awaitable[None]]] = {
+    ("connection", "delete"): _connection_delete,
+    ("member", "create"): _member_create,
+    ("member", "update"): _member_update,
+    ("member", "delete"): _member_delete,
+    ("restriction", "create"): _restriction_create,
+    ("restriction", "delete"): _restriction_delete,
+    ("frozen", "create"): _frozen_set,
+    ("frozen", "update"): _frozen_set,
+    ("frozen", "delete"): _frozen_delete,
+    ("approval", "create"): _approval_create,
+    ("approval", "delete"): _approval_delete,
+    ("limit", "create"): _limit_set,
+    ("limit", "update"): _limit_set,
+    ("limit", "delete"): _limit_delete,
+    ("classification", "create"): _classification_set,
+    ("classification", "update"): _classification_set,
+    ("classification", "delete"): _classification_delete,
+}
