@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import re
+import sys
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -23,7 +25,7 @@ from cryptography.fernet import Fernet
 from kubernetes_validate.utils import all_versions, major_minor
 from pydantic import ValidationError
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, cli
 from toolcrib.settings import Settings
 
 FILES = ("Dockerfile", "compose.yaml")
@@ -331,3 +333,23 @@ def test_the_example_org_file_validates_against_the_published_schema() -> None:
     org = yaml.safe_load(ORG_FILE.read_text(encoding="utf-8"))
     errors = sorted(validator_class(schema).iter_errors(org), key=lambda e: list(e.path))
     assert not errors, [f"{list(e.path)}: {e.message}" for e in errors]
+
+
+def test_the_example_org_file_applies_to_an_empty_database_and_then_plans_nothing(tmp_path: Path) -> None:
+    # What compose and the Kubernetes init container run first, on a new database (#26): the
+    # example must apply (its unreachable crm connection is created, in error, without failing the
+    # apply), and applying it made the organization exactly what it says.
+
+    token = tmp_path / "crm-token"
+    token.write_text("placeholder-token\n", encoding="utf-8")
+    text = (ROOT / "deploy" / "org.yaml").read_text(encoding="utf-8")
+    org = tmp_path / "org.yaml"
+    org.write_text(text.replace("/run/secrets/crm-token", str(token)), encoding="utf-8")
+    db_url = f"sqlite:///{tmp_path / 'org.db'}"
+    bin_dir = str(Path(sys.executable).parent)  # where mcp-server-time is installed
+    env = {"PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
+    applied = cli(db_url, "apply", "-f", str(org), env=env, check=False)
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    plan = cli(db_url, "plan", "-f", str(org), env=env, check=False)
+    assert plan.returncode == 0, plan.stdout + plan.stderr
+    assert "no changes" in plan.stdout
