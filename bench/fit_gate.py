@@ -1,6 +1,11 @@
-"""Fit the ranker and the answer gate (SPEC R-5.3, R-5.8), report them cross-validated, ship them.
+"""Fit the ranker and the answer gate (SPEC R-5.3, R-5.8, R-5.12), report them cross-validated, ship them.
 
 .venv/bin/python bench/fit_gate.py [--folds 5] [--no-write]
+
+With the meaning channel it also measures the usage channel's learning curve (R-5.12): held-out
+figures with 0, 1, 2, 4 and 8 past searches per tool replayed from the training folds, beside the
+same run's models fitted without the usage features at all (the cold baseline the curve must not
+fall under at 0). Written to bench/out/learning_curve.json and plotted to docs/learning_curve.png.
 
 The fitting itself is ``toolcrib.search.fitting`` (its docstring tells the data and the
 cross-validation). This script caches the encoder's vectors in bench/out/vectors.npz, prints the
@@ -23,11 +28,14 @@ from rich.console import Console
 from rich.table import Table
 
 from _catalog import DATA, OUT
-from toolcrib.search.fitting import KEEP, collect, cross_validate, fit, load
+from toolcrib.search.fitting import KEEP, LEVELS, collect, cross_validate, fit, learning_curve, load
 from toolcrib.search.semantic import load_encoder
 from toolcrib.search.vectors import MODEL_ID
 
-GATE_JSON = Path(__file__).resolve().parents[1] / "src" / "toolcrib" / "search" / "model" / "gate.json"
+ROOT = Path(__file__).resolve().parents[1]
+GATE_JSON = ROOT / "src" / "toolcrib" / "search" / "model" / "gate.json"
+CURVE_PNG = ROOT / "docs" / "learning_curve.png"
+CURVE_SETS = ("metatool", "intents_dev", "livemcpbench")
 
 
 class CachedEncoder:
@@ -69,6 +77,31 @@ def print_table(title: str, figures: dict[str, dict[str, Any]]) -> None:
     Console().print(table)
 
 
+def plot_curve(curve: dict[str, dict[str, dict[str, Any]]], path: Path) -> None:
+    """hit@1 and hit@3 against past searches per tool, one line per set (matplotlib, no display)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    levels = [int(level) for level in curve if level != "baseline"]
+    figure, axes = plt.subplots(1, 2, figsize=(9, 3.6), sharey=True)
+    for axis, metric in zip(axes, ("hit@1", "hit@3"), strict=True):
+        for name in CURVE_SETS:
+            axis.plot(levels, [curve[str(lv)][name][metric] for lv in levels], marker="o", label=name)
+            axis.axhline(curve["baseline"][name][metric], linestyle=":", linewidth=0.8)
+        axis.set_xscale("symlog", base=2)
+        axis.set_xticks(levels, [str(lv) for lv in levels])
+        axis.set_xlabel("past searches per tool (from the training folds)")
+        axis.set_title(f"{metric}, held-out (dotted: no usage channel)")
+        axis.grid(alpha=0.3)
+    axes[0].set_ylabel("share of held-out requests")
+    axes[1].legend(loc="lower right")
+    figure.tight_layout()
+    figure.savefig(path, dpi=110, metadata={"Software": None})
+    plt.close(figure)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--folds", type=int, default=5)
@@ -79,17 +112,31 @@ def main() -> None:
         "doc": "Written by bench/fit_gate.py; fitted on the public evaluation sets. Do not edit by hand."
     }
     report: dict[str, Any] = {}
+    curve: dict[str, Any] = {}
     for semantic in (True, False):
         loaded = load_encoder()[0] if semantic else None
         engines, rows, vectors = load(DATA, CachedEncoder(loaded) if loaded is not None else None)
-        examples = collect(engines, rows, vectors, args.folds)
-        figures = cross_validate(examples, engines, rows, vectors, args.folds, semantic, args.keep)
+        queries = collect(engines, rows, vectors, args.folds)
         mode = "semantic" if semantic else "lexical"
-        print_table(f"{mode}: {args.folds}-fold cross-validated (held-out folds only)", figures)
+        if semantic:
+            baseline = cross_validate(
+                queries, engines, rows, vectors, args.folds, True, args.keep, usage=False
+            )
+            print_table(f"{mode}, no usage channel: {args.folds}-fold cross-validated", baseline)
+            levels = learning_curve(queries, engines, rows, vectors, args.folds, True, args.keep, LEVELS)
+            for level, figures in levels.items():
+                print_table(f"{mode}, {level} past searches per tool: {args.folds}-fold held-out", figures)
+            curve = {"baseline": baseline, **{str(level): figures for level, figures in levels.items()}}
+            figures = levels[0]
+        else:
+            figures = cross_validate(queries, engines, rows, vectors, args.folds, False, args.keep)
+            print_table(f"{mode}: {args.folds}-fold cross-validated (held-out folds only)", figures)
         report[mode] = figures
-        shipped[mode] = fit(examples, semantic, args.keep).to_json()
+        shipped[mode] = fit(queries, semantic, args.keep).to_json()
     OUT.mkdir(exist_ok=True)
     (OUT / "gate_cv.json").write_text(json.dumps(report, indent=2))
+    (OUT / "learning_curve.json").write_text(json.dumps(curve, indent=2))
+    plot_curve(curve, CURVE_PNG)
     if not args.no_write:
         GATE_JSON.write_text(json.dumps(shipped, indent=1) + "\n")
     print(json.dumps(report))

@@ -5,7 +5,8 @@
 
 A marked table sits between ``<!-- NAME:begin -->`` and ``<!-- NAME:end -->``; NAME is the JSON file
 it comes from (``search-quality`` <- bench/out/search_quality.json, ``search-speed`` <-
-search_speed.json, ``overhead`` <- overhead.json). tests/test_docs.py runs the check, so a table
+search_speed.json, ``overhead`` <- overhead.json, ``learning-curve`` <- learning_curve.json).
+tests/test_docs.py runs the check, so a table
 that drifts from its figures fails the suite.
 """
 
@@ -134,7 +135,31 @@ def overhead(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+CURVE_COLUMNS = (
+    ("MetaTool hit@1", "metatool", "hit@1"),
+    ("MetaTool hit@3", "metatool", "hit@3"),
+    ("MetaTool answered", "metatool", "positives_non_empty"),
+    ("MetaTool no-tool empty (MetaTool catalog)", "metatool_no_tool@metatool", "negatives_empty"),
+    ("dev hit@1", "intents_dev", "hit@1"),
+    ("dev impossible empty", "intents_dev", "negatives_empty"),
+    ("LiveMCPBench R@5", "livemcpbench", "r@5"),
+    ("leave-servers-out empty", "leave_servers_out", "negatives_empty"),
+)
+
+
+def learning_curve(data: dict[str, Any]) -> str:
+    header = "| past searches per tool | " + " | ".join(c[0] for c in CURVE_COLUMNS) + " |"
+    lines = [header, "|---|" + "---|" * len(CURVE_COLUMNS)]
+    for level, figures in data.items():
+        if level == "baseline":
+            continue
+        cells = [_cell(figures[s][m]) for _, s, m in CURVE_COLUMNS]
+        lines.append(f"| {level} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 RENDERERS = {
+    "learning-curve": ("learning_curve.json", learning_curve),
     "search-quality": ("search_quality.json", search_quality),
     "search-speed": ("search_speed.json", search_speed),
     "overhead": ("overhead.json", overhead),

@@ -14,8 +14,13 @@ What it measures, in one process, on a real gateway over a SQLite file in a temp
   accounts, and the index's own ``search`` beside it; bm25s (retrieval only) on the same texts;
 - the encoder's onnxruntime threads: 1 against 2, catalog texts per second and one query's time.
 
+- with history (R-5.12): the same ``search_tools`` calls after the index learned ``--history``
+  past searches for every tool (synthetic: each a unit vector near its tool's own, from members
+  of their own), against the same run without; and the memory the examples take per 100,000.
+
 Targets from issue #9 (reported, not asserted): p50 <= 25 ms and p99 <= 60 ms at 10k tools;
-indexing >= 300 tools/s. Prints tables and writes bench/out/search_speed.json.
+indexing >= 300 tools/s; issue #23: p50 with 64 past searches per tool <= 1.3x without.
+Prints tables and writes bench/out/search_speed.json.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import bm25s
+import numpy as np
 from rich.console import Console
 from rich.table import Table
 from sqlalchemy import delete
@@ -45,6 +51,7 @@ from toolcrib.gateway.identity import authenticate
 from toolcrib.gateway.search import search_tools
 from toolcrib.policy.classify import classify
 from toolcrib.search.semantic import doc_text
+from toolcrib.search.usage import PastSearch
 from toolcrib.search.vectors import _TOKENIZER, MiniLM, _model_path
 from toolcrib.settings import Settings
 from toolcrib.store import connections as conn_store
@@ -202,7 +209,9 @@ async def _indexing(gw: Gateway, base: Accounts) -> dict[str, Any]:
     }
 
 
-async def _sizes(gw: Gateway, base: Accounts, sizes: list[int], queries: list[str], rounds: int) -> list[Any]:
+async def _sizes(
+    gw: Gateway, base: Accounts, sizes: list[int], queries: list[str], rounds: int, history: int
+) -> list[Any]:
     _, token = await members.init_owner(gw, "owner")
     principal = await authenticate(gw, token)
     results = []
@@ -219,6 +228,9 @@ async def _sizes(gw: Gateway, base: Accounts, sizes: list[int], queries: list[st
 
         p50, p99 = await _percentiles(whole, queries, rounds)
         i50, i99 = await _percentiles(index_only, queries, rounds)
+        learned = await _learn(gw, history) if history else None
+        h50, h99 = await _percentiles(whole, queries, rounds) if history else (0.0, 0.0)
+        await gw.index.forget()
         results.append(
             {
                 "tools": tools,
@@ -226,9 +238,38 @@ async def _sizes(gw: Gateway, base: Accounts, sizes: list[int], queries: list[st
                 "search_tools": {"p50_ms": p50, "p99_ms": p99},
                 "index_search": {"p50_ms": i50, "p99_ms": i99},
                 "bm25s": _bm25s(accounts, queries, rounds),
+                "with_history": {
+                    "per_tool": history,
+                    "p50_ms": h50,
+                    "p99_ms": h99,
+                    "p50_ratio": h50 / p50 if history else None,
+                    **(learned or {}),
+                },
             }
         )
     return results
+
+
+async def _learn(gw: Gateway, per_tool: int) -> dict[str, Any]:
+    """Teach the live index ``per_tool`` past searches for every tool: unit vectors near the tool's
+    own (its vector plus noise), each from a member of its own. Returns the examples held and the
+    memory they take."""
+    rng = np.random.default_rng(23)
+    index = gw.index._index
+    names = [doc.public_name for doc in index._docs if doc is not None]
+    assert index._meaning is not None
+    rows = index._meaning._rows
+    now = time.time()
+    for name in names:
+        base = rows[index._slot_of[name]].astype(np.float64)
+        noise = rng.normal(size=(per_tool, base.shape[0])) * 0.04
+        vectors = base + noise
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        past = [PastSearch(v.astype(np.float32), f"m{i}", now - i * 3600.0) for i, v in enumerate(vectors)]
+        await gw.index.learn(name, past, now)
+    held = gw.index.examples
+    nbytes = index._usage.nbytes()
+    return {"examples": held, "bytes": nbytes, "bytes_per_100k": nbytes * 100_000 / max(held, 1)}
 
 
 async def _loop_lag(done: asyncio.Event) -> list[float]:
@@ -279,7 +320,7 @@ async def _threads(base: Accounts, queries: list[str]) -> list[dict[str, float]]
     return out
 
 
-async def _run(sizes: list[int], rounds: int) -> dict[str, Any]:
+async def _run(sizes: list[int], rounds: int, history: int) -> dict[str, Any]:
     queries = [row["query"] for row in read_jsonl(DATA / "intents_dev.jsonl")]
     base = _base()
     with tempfile.TemporaryDirectory() as folder:
@@ -288,7 +329,7 @@ async def _run(sizes: list[int], rounds: int) -> dict[str, Any]:
             if not gw.meaning.up:
                 raise SystemExit(f"meaning search is down: {gw.meaning.reason}")
             indexing = await _indexing(gw, base)
-            search = await _sizes(gw, base, sizes, queries, rounds)
+            search = await _sizes(gw, base, sizes, queries, rounds, history)
     return {
         "cpus": os.cpu_count(),
         "load_average": os.getloadavg(),
@@ -327,6 +368,23 @@ def _print(report: dict[str, Any]) -> None:
         cells = [r[k][p] for k in ("search_tools", "index_search", "bm25s") for p in ("p50_ms", "p99_ms")]
         table.add_row(str(r["tools"]), *(f"{c:.1f}" for c in cells), f"{r['index_build_warm_s']:.1f}")
     console.print(table)
+    table = Table(title="search_tools with history (R-5.12): past searches per tool learned, same run")
+    for column in ("tools", "per tool", "examples", "p50 ms", "p99 ms", "p50 / without", "MB per 100k"):
+        table.add_column(column, justify="right")
+    for r in report["search"]:
+        h = r["with_history"]
+        if h["p50_ratio"] is None:
+            continue
+        table.add_row(
+            str(r["tools"]),
+            str(h["per_tool"]),
+            str(h["examples"]),
+            f"{h['p50_ms']:.1f}",
+            f"{h['p99_ms']:.1f}",
+            f"{h['p50_ratio']:.2f}x",
+            f"{h['bytes_per_100k'] / 1e6:.0f}",
+        )
+    console.print(table)
     table = Table(title="encoder onnxruntime threads (the catalog's texts in a worker thread; one query)")
     keys = ("texts_per_s", "loop_lag_p50_ms", "loop_lag_p99_ms", "query_p50_ms", "query_p99_ms")
     for column in ("threads", "texts/s", "loop lag p50 ms", "p99 ms", "query p50 ms", "p99 ms"):
@@ -341,8 +399,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", default="1000,10000")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--history", type=int, default=64, help="past searches per tool (0: skip)")
     args = parser.parse_args()
-    report = asyncio.run(_run([int(s) for s in args.sizes.split(",")], args.rounds))
+    report = asyncio.run(_run([int(s) for s in args.sizes.split(",")], args.rounds, args.history))
     _print(report)
     OUT.mkdir(exist_ok=True)
     (OUT / "search_speed.json").write_text(json.dumps(report, indent=2))

@@ -49,6 +49,13 @@ def search(
     queries: Path = typer.Option(..., exists=True, dir_okay=False, help="Queries (JSON lines)."),
     output: Path | None = typer.Option(None, help="Write one JSON line per query: qid, ranked."),
     lexical: bool = typer.Option(False, "--lexical", help="Words only: leave the meaning channel out."),
+    history: Path | None = typer.Option(
+        None,
+        exists=True,
+        dir_okay=False,
+        help="A queries file replayed first as the organization's past use (R-5.12): each positive "
+        "as a past search whose first gold tool then ran.",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the figures as JSON."),
     database: str | None = DatabaseOption,
 ) -> None:
@@ -56,7 +63,7 @@ def search(
 
     The catalog comes from ``--catalog``: ``--database`` is accepted like everywhere, and unused."""
     from toolcrib.search import SearchIndex
-    from toolcrib.search.evaluate import catalog_docs, metrics, rank_queries
+    from toolcrib.search.evaluate import catalog_docs, metrics, rank_queries, replay_history
     from toolcrib.search.semantic import load_encoder
 
     del database
@@ -64,10 +71,11 @@ def search(
     index = SearchIndex(encoder=None if lexical else load_encoder()[0])
     for account, docs in accounts.items():
         index.replace_account(account, docs)
+    learned = replay_history(index, _read_jsonl(history)) if history is not None else 0
     rankings = rank_queries(index, accounts, _read_jsonl(queries))
     if output is not None:
         _write_rankings(output, rankings)
-    figures: dict[str, Any] = {**metrics(rankings), "semantic": index.semantic}
+    figures: dict[str, Any] = {**metrics(rankings), "semantic": index.semantic, "history": learned}
     if as_json:
         typer.echo(json.dumps(figures))
     else:

@@ -19,6 +19,7 @@ from typing import Any
 
 from toolcrib.search.index import SearchDoc, SearchIndex
 from toolcrib.search.semantic import Matrix, doc_text
+from toolcrib.search.usage import PastSearch
 
 __all__ = [
     "Ranking",
@@ -29,6 +30,7 @@ __all__ = [
     "public_id",
     "rank_queries",
     "reciprocal_rank",
+    "replay_history",
 ]
 
 RANKED_DEPTH = 10
@@ -83,6 +85,28 @@ def rank_queries(
         groups = tuple(frozenset(public_id(g) for g in grp) for grp in row.get("gold_groups") or ())
         out.append(Ranking(str(row["qid"]), [h.public_name for h in result.hits], gold, groups))
     return out
+
+
+def replay_history(index: SearchIndex, rows: Iterable[Mapping[str, Any]], now: float = 0.0) -> int:
+    """Teach ``index`` a queries file as its organization's past use (R-5.12): each positive row is
+    replayed as a past search, by a member of its own, whose first gold tool then ran. Returns how
+    many were learned (none without the meaning channel: the usage channel reads query vectors)."""
+    if not index.semantic:
+        return 0
+    replayed = []
+    for row in rows:
+        gold = list(row.get("gold") or ()) or [g for group in row.get("gold_groups") or () for g in group]
+        if gold:
+            replayed.append((str(row["qid"]), str(row["query"]), public_id(str(gold[0]))))
+    if not replayed:
+        return 0
+    vectors = index.encode([index.encoding_text(query) for _, query, _ in replayed])
+    past: dict[str, list[PastSearch]] = defaultdict(list)
+    for (qid, _, tool), vector in zip(replayed, vectors, strict=True):
+        past[tool].append(PastSearch(vector, f"history:{qid}", now))
+    for tool, searches in past.items():
+        index.learn(tool, searches, now)
+    return len(replayed)
 
 
 def hit_at(ranked: Sequence[str], gold: frozenset[str], k: int) -> bool:

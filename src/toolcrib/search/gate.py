@@ -23,13 +23,16 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+
+from toolcrib.search.usage import Usage, UsageChannel
 
 __all__ = [
     "GATE_FEATURES",
@@ -41,6 +44,7 @@ __all__ = [
     "candidates",
     "gate_features",
     "pair_features",
+    "with_usage",
 ]
 
 Vector = npt.NDArray[np.float64]
@@ -65,6 +69,11 @@ PAIR_FEATURES = (
     "name_words",
     "label",
     "cosine_x_share",
+    "usage",
+    "usage_near",
+    "usage_mean",
+    "usage_rank",
+    "usage_gap",
 )
 GATE_FEATURES = (
     "top",
@@ -76,6 +85,10 @@ GATE_FEATURES = (
     "name_share_max",
     "terms",
     "unmatched",
+    "usage_max",
+    "usage_margin",
+    "usage_z",
+    "usage_mass",
 )
 _PACKAGED = Path(__file__).parent / "model" / "gate.json"
 
@@ -95,10 +108,13 @@ class Evidence:
     live: npt.NDArray[np.bool_]  # slots that hold a tool
     terms: int  # query terms that carry weight
     unmatched: float  # share of the query's weight no tool matches at all
+    usage: Usage | None = None  # the usage channel (R-5.12); None: nothing learned, or no vector
 
 
-def candidates(evidence: Evidence, depth: int = DEPTH) -> Slots:
-    """The best ``depth`` tools by lexical score and by cosine (those with any evidence)."""
+def candidates(evidence: Evidence, depth: int = DEPTH, usage_mean: Vector | None = None) -> Slots:
+    """The best ``depth`` tools by lexical score, by cosine, and by closeness to the tools' past
+    searches (those with any evidence): a tool whose past searches are near the query is a
+    candidate even when its text is not (R-5.12)."""
     pools: list[Slots] = []
     lexical = np.flatnonzero(evidence.score > 0)
     if len(lexical):
@@ -107,9 +123,36 @@ def candidates(evidence: Evidence, depth: int = DEPTH) -> Slots:
         live = np.flatnonzero(evidence.live)
         if len(live):
             pools.append(live[np.argsort(-evidence.cosine[live], kind="stable")[:depth]])
+    if usage_mean is None and evidence.usage is not None:
+        usage_mean = evidence.usage.mean
+    if usage_mean is not None:
+        learned = np.flatnonzero((usage_mean > 0) & evidence.live)
+        if len(learned):
+            pools.append(learned[np.argsort(-usage_mean[learned], kind="stable")[:depth]])
     if not pools:
         return np.zeros(0, dtype=np.int64)
     return np.unique(np.concatenate(pools)).astype(np.int64)
+
+
+def with_usage(
+    evidence: Evidence,
+    channel: UsageChannel,
+    vector: npt.NDArray[Any] | None,
+    slot_of: Mapping[str, int],
+    name_of: Callable[[int], str],
+) -> Evidence:
+    """``evidence`` with the usage channel's evidence of the query whose unit vector is ``vector``
+    (unchanged when nothing is learned or there is no vector)."""
+    if vector is None or not channel:
+        return evidence
+    usage = channel.evidence(
+        np.asarray(vector, dtype=np.float32),
+        slot_of,
+        name_of,
+        len(evidence.score),
+        lambda mean: candidates(evidence, usage_mean=mean),
+    )
+    return replace(evidence, usage=usage)
 
 
 def _inverse_rank(values: Vector) -> Vector:
@@ -135,6 +178,14 @@ def pair_features(evidence: Evidence, slots: Slots) -> Matrix:
     else:
         cosine = gap = cosine_rank = z = np.zeros(n)
     lexical_rank = np.where(score > 0, _inverse_rank(score), 0.0)
+    if evidence.usage is not None:
+        usage = evidence.usage.best[slots]
+        usage_near = evidence.usage.near[slots]
+        usage_mean = evidence.usage.mean[slots]
+        usage_rank = np.where(usage > 0, _inverse_rank(usage), 0.0)
+        usage_gap = np.where(usage > 0, usage - (float(usage.max()) if n else 0.0), 0.0)
+    else:
+        usage = usage_near = usage_mean = usage_rank = usage_gap = np.zeros(n)
     columns = (
         cosine,
         z,
@@ -147,6 +198,11 @@ def pair_features(evidence: Evidence, slots: Slots) -> Matrix:
         np.minimum(evidence.name_words[slots], 3.0) / 3.0,
         evidence.label[slots],
         cosine * share,
+        usage,
+        usage_near,
+        usage_mean,
+        usage_rank,
+        usage_gap,
     )
     return np.stack(columns, axis=1) if n else np.zeros((0, len(PAIR_FEATURES)))
 
@@ -163,6 +219,16 @@ def gate_features(evidence: Evidence, slots: Slots, scored: Vector) -> Vector:
         cosine_z = (cosine_max - evidence.cosine_mean) / max(evidence.cosine_std, MIN_SPREAD)
     else:
         cosine_max = cosine_margin = cosine_z = 0.0
+    if evidence.usage is not None:
+        usage = np.sort(evidence.usage.best[slots])[::-1]
+        usage_max = float(usage[0])
+        usage_margin = usage_max - float(usage[1]) if len(usage) > 1 else usage_max
+        learned = evidence.usage.best[slots][evidence.usage.mass[slots] > 0]
+        spread = float(learned.std()) if len(learned) > 1 else 0.0
+        usage_z = (usage_max - float(learned.mean())) / max(spread, MIN_SPREAD) if len(learned) else 0.0
+        usage_mass = float(evidence.usage.mass[slots[int(np.argmax(evidence.usage.best[slots]))]])
+    else:
+        usage_max = usage_margin = usage_z = usage_mass = 0.0
     return np.array(
         [
             top,
@@ -174,6 +240,10 @@ def gate_features(evidence: Evidence, slots: Slots, scored: Vector) -> Vector:
             float(evidence.name_share[slots].max()),
             math.log1p(evidence.terms),
             evidence.unmatched,
+            usage_max,
+            usage_margin,
+            usage_z,
+            usage_mass,
         ]
     )
 
@@ -228,7 +298,12 @@ class FittedGate:
     The **ranker** orders a query's candidates: fitted on whole candidate lists, its scores say
     which candidate is likelier than which, not how likely any is. The **scorer**, fitted on each
     candidate alone, says how likely each is to be right, and the gate reads its scores (the best,
-    and the margin to the runner-up)."""
+    and the margin to the runner-up).
+
+    ``learned`` is a second set of models, fitted with the usage channel (R-5.12), which decides
+    the queries where some candidate has past searches; the others are decided by this set, fitted
+    without it, so a catalog nothing has been learned about searches exactly as before: a model
+    that has seen learned catalogs would read "no past search" as evidence against answering."""
 
     ranker: Logistic
     scorer: Logistic
@@ -236,9 +311,28 @@ class FittedGate:
     threshold: float  # the gate answers when its probability is at least this
     keep: float
     semantic: bool
+    learned: FittedGate | None = None
 
     def decide(self, evidence: Evidence) -> Decision | None:
         slots = candidates(evidence)
+        if not len(slots):
+            return None
+        usage = evidence.usage
+        if self.learned is not None and usage is not None and bool((usage.mass[slots] > 0).any()):
+            learned = self.learned.decide(evidence)
+            cold = self._decide(replace(evidence, usage=None), candidates(replace(evidence, usage=None)))
+            if learned is None or learned.answer or cold is None or not cold.answer:
+                return learned
+            top = int(learned.slots[0])
+            if int(cold.slots[0]) != top or usage.mass[top] <= 0:
+                return learned
+            # the cold models answered with the tool the learned ones rank first, and people ran
+            # that tool after searches: a search that found it before still finds it
+            keep = learned.ranked >= learned.ranked[0] - self.learned.keep
+            return replace(learned, answer=True, keep=keep, probability=cold.probability)
+        return self._decide(evidence, slots)
+
+    def _decide(self, evidence: Evidence, slots: Slots) -> Decision | None:
         if not len(slots):
             return None
         features = pair_features(evidence, slots)
@@ -252,7 +346,7 @@ class FittedGate:
         return Decision(slots, ranked, answer, keep, probability)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "ranker": self.ranker.to_json(),
             "scorer": self.scorer.to_json(),
             "gate": self.gate.to_json(),
@@ -260,6 +354,9 @@ class FittedGate:
             "keep": self.keep,
             "semantic": self.semantic,
         }
+        if self.learned is not None:
+            data["learned"] = self.learned.to_json()
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> FittedGate:
@@ -270,6 +367,7 @@ class FittedGate:
             float(data["threshold"]),
             float(data["keep"]),
             bool(data["semantic"]),
+            cls.from_json(data["learned"]) if data.get("learned") else None,
         )
 
     @classmethod

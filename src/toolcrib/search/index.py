@@ -21,7 +21,7 @@ import numpy.typing as npt
 
 from toolcrib.search.coverage import NameCoverage, name_parts
 from toolcrib.search.floor import QueryTerm, Weighed, weigh, widen
-from toolcrib.search.gate import Evidence, FittedGate
+from toolcrib.search.gate import Evidence, FittedGate, with_usage
 from toolcrib.search.known_apps import (
     KnownApp,
     carries,
@@ -36,7 +36,7 @@ from toolcrib.search.postings import Postings
 from toolcrib.search.ranking import confidence, fitted_confidence, ordered, select
 from toolcrib.search.semantic import MAX_QUERY_CHARACTERS, Encoder, Matrix, MeaningChannel, doc_text
 from toolcrib.search.synonyms import synonyms
-from toolcrib.search.tokenize import query_words, stem, words
+from toolcrib.search.tokenize import query_words, raw_words, stem, words
 from toolcrib.search.usage import PastSearch, UsageChannel
 from toolcrib.search.values import value_words
 
@@ -84,6 +84,7 @@ class SearchIndex:
         self._free: list[int] = []
         self._slot_of: dict[str, int] = {}
         self._tool_names: dict[str, set[int]] = {}  # a name a tool's own name spells -> those slots
+        self._exact_names: dict[tuple[str, ...], set[int]] = {}  # a tool's name, as words -> those slots
         self._accounts: dict[str, list[int]] = {}
         self._labels: dict[str, frozenset[str]] = {}
         self._label_accounts: dict[str, set[str]] = {}  # a label name -> the accounts whose labels hold it
@@ -153,6 +154,10 @@ class SearchIndex:
                 named.discard(slot)
                 if not named:
                     del self._tool_names[name]
+            spelled = self._exact_names[_name_key(doc.name)]
+            spelled.discard(slot)
+            if not spelled:
+                del self._exact_names[_name_key(doc.name)]
             self._docs[slot] = None
             self._fields[slot] = None
             self._free.append(slot)
@@ -177,6 +182,7 @@ class SearchIndex:
         self._slot_of[doc.public_name] = slot
         for name in tool_names(doc.name):
             self._tool_names.setdefault(name, set()).add(slot)
+        self._exact_names.setdefault(_name_key(doc.name), set()).add(slot)
         self._postings.add(slot, fields)
         self._coverage.add(slot, name_parts(doc.name) if self._options.stemming else frozenset(fields[0]))
         return slot
@@ -260,15 +266,27 @@ class SearchIndex:
     ) -> SearchResult:
         evidence = self.evidence(query, query_vector)
         decision = None if evidence is None else self.gate.decide(evidence)
+        exact = sorted(self._exact_names.get(_name_key(query), ()), key=self._name_of)
         if decision is None or not decision.answer:
-            return _EMPTY
+            if not exact:
+                return _EMPTY
+            chosen, restricted = select(iter(exact), self._name_of, limit, visible, withheld)
+            return SearchResult([Hit(self._name_of(s), 0.0, "high") for s in chosen], restricted, [])
         slots = decision.slots[decision.keep]
         score = dict(zip(slots.tolist(), decision.ranked[decision.keep].tolist(), strict=True))
         key = np.full(len(self._docs), -np.inf)
         key[slots] = decision.ranked[decision.keep]
-        ranked = ordered(slots, key, self._name_of, evidence.name_share if evidence else None)
-        chosen, restricted = select(ranked, self._name_of, limit, visible, withheld)
         best = float(decision.ranked[0])
+        for slot in exact:  # a query that spells a tool's name finds that tool first (R-5.2, R-5.12)
+            score[slot] = best
+            key[slot] = np.inf
+        ranked = ordered(
+            np.union1d(slots, exact).astype(np.int64),
+            key,
+            self._name_of,
+            evidence.name_share if evidence else None,
+        )
+        chosen, restricted = select(ranked, self._name_of, limit, visible, withheld)
         hits = [
             Hit(self._name_of(s), score[s], fitted_confidence(decision.probability, best - score[s]))
             for s in chosen
@@ -323,14 +341,14 @@ class SearchIndex:
         for term in terms:
             label[self._postings.label.slots(term.word)] = 1.0
         unmatched = sum(weighed.weights[t.word] for t in terms if not t.match.matched and not t.value)
-        cosine = None
+        cosine = vector = None
         live = np.fromiter((doc is not None for doc in self._docs), dtype=bool, count=size)
         if self._meaning is not None:
             text = _with_corrections(query, terms)
             vector = self.encode([text])[0] if query_vector is None else query_vector
             cosine = self._meaning.cosine(vector, size)
         spread = cosine[live] if cosine is not None and live.any() else np.zeros(1)
-        return Evidence(
+        evidence = Evidence(
             score=weighed.score,
             share=weighed.share,
             name_share=covered[0],
@@ -343,6 +361,7 @@ class SearchIndex:
             terms=len(terms),
             unmatched=unmatched / weighed.total if weighed.total > 0 else 1.0,
         )
+        return with_usage(evidence, self._usage, vector, self._slot_of, self._name_of)
 
     def _weigh(self, query: str) -> tuple[Weighed, tuple[Vector, Vector], list[QueryTerm]] | None:
         options = self._options
@@ -413,6 +432,12 @@ class SearchIndex:
             if visible(name) or (withheld is not None and withheld(name)):
                 return True
         return False
+
+
+def _name_key(text: str) -> tuple[str, ...]:
+    """A tool's name (or a query) as the words it spells: ``create_issue``, ``createIssue`` and
+    "Create issue" are one key."""
+    return tuple(raw_words(text))
 
 
 def _with_corrections(query: str, terms: list[QueryTerm]) -> str:

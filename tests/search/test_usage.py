@@ -1,0 +1,125 @@
+"""R-5.12 the usage channel: what it keeps, how much one member can weigh, and what it may never do."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from tests.search.conftest import doc
+
+from toolcrib.search import SearchIndex
+from toolcrib.search.semantic import load_encoder
+from toolcrib.search.usage import (
+    FULL_WEIGHT,
+    HALF_LIFE_DAYS,
+    MAX_EXAMPLES,
+    MAX_PER_MEMBER,
+    MEMBER_SHARE,
+    PastSearch,
+    UsageChannel,
+)
+
+DAY = 86_400.0
+
+
+def _unit(seed: int) -> np.ndarray:
+    vector = np.random.default_rng(seed).normal(size=384).astype(np.float32)
+    return vector / np.linalg.norm(vector)
+
+
+def _past(member: str, at: float = 0.0, seed: int = 0) -> PastSearch:
+    return PastSearch(_unit(seed), member, at)
+
+
+def test_r5_12_one_member_makes_at_most_a_fixed_share_of_a_tools_evidence() -> None:
+    channel = UsageChannel()
+    channel.learn("a__t", [_past("ann", at=i, seed=i) for i in range(MAX_PER_MEMBER)], now=100.0)
+    mean, mass = channel.means(_unit(0), {"a__t": 0}, 1)
+    assert mass[0] == pytest.approx(MEMBER_SHARE)
+    assert MEMBER_SHARE < 0.5
+    members = [_past(f"m{i}", seed=i) for i in range(int(FULL_WEIGHT))]
+    channel.learn("a__t", members, now=0.0)
+    assert channel.means(_unit(0), {"a__t": 0}, 1)[1][0] == pytest.approx(1.0)
+
+
+def test_r5_12_examples_are_bounded_per_tool_and_per_member_newest_kept() -> None:
+    channel = UsageChannel()
+    flood = [_past("ann", at=float(i), seed=i) for i in range(40)]
+    channel.learn("a__t", flood, now=100.0)
+    kept = channel.examples("a__t")
+    assert len(kept) == MAX_PER_MEMBER
+    assert sorted(p.at for p in kept) == [float(i) for i in range(40 - MAX_PER_MEMBER, 40)]
+    many = [_past(f"m{i % 20}", at=float(i), seed=i) for i in range(200)]
+    channel.learn("a__t", many, now=300.0)
+    kept = channel.examples("a__t")
+    assert len(kept) == MAX_EXAMPLES
+    assert min(p.at for p in kept) == 200 - MAX_EXAMPLES
+
+
+def test_r5_12_evidence_decays_with_age() -> None:
+    channel = UsageChannel()
+    now = 1_000 * DAY
+    channel.learn("a__t", [_past("ann", at=now - HALF_LIFE_DAYS * DAY)], now=now)
+    assert channel.means(_unit(0), {"a__t": 0}, 1)[1][0] == pytest.approx(0.5 / FULL_WEIGHT)
+
+
+def test_r5_12_forget_one_tool_or_every_tool() -> None:
+    channel = UsageChannel()
+    channel.learn("a__t", [_past("ann")], now=0.0)
+    channel.learn("a__u", [_past("bob")], now=0.0)
+    channel.forget("a__t")
+    assert not channel.examples("a__t") and channel.examples("a__u")
+    channel.forget()
+    assert len(channel) == 0 and not channel
+
+
+def test_r5_12_a_tool_without_past_searches_gets_neutral_evidence() -> None:
+    channel = UsageChannel()
+    channel.learn("a__t", [_past("ann", seed=1)], now=0.0)
+    usage = channel.evidence(_unit(1), {"a__t": 0, "a__u": 1}, ["a__t", "a__u"].__getitem__, 2, lambda mean: np.arange(2))
+    assert usage.best[0] > 0 and usage.mass[0] > 0
+    assert usage.best[1] == usage.mean[1] == usage.mass[1] == 0.0
+
+
+@pytest.fixture(scope="module")
+def index() -> SearchIndex:
+    encoder, reason = load_encoder()
+    assert encoder is not None, reason
+    index = SearchIndex(encoder=encoder)
+    index.replace_account(
+        "ops",
+        [
+            doc("ops", "create_issue", "Create an issue in the tracker with a title and a body."),
+            doc("ops", "post_message", "Post a message to a channel."),
+            doc("ops", "get_invoice", "Fetch an invoice by its number."),
+            doc("ops", "archive_project", "Archive a project so that it no longer shows in lists."),
+        ],
+    )
+    return index
+
+
+def _learn(index: SearchIndex, tool: str, phrasing: str, members: int) -> None:
+    vector = index.encode([index.encoding_text(phrasing)])[0]
+    index.learn(tool, [PastSearch(vector, f"m{i}", 0.0) for i in range(members)], now=0.0)
+
+
+def test_r5_12_learned_phrasing_finds_the_tool_people_ran(index: SearchIndex) -> None:
+    phrasing = "tuck away the finished initiative"
+    cold = [h.public_name for h in index.search(phrasing, limit=3).hits]
+    assert cold[:1] != ["ops__archive_project"], cold
+    try:
+        _learn(index, "ops__archive_project", phrasing, int(FULL_WEIGHT))
+        learned = index.search(phrasing, limit=3)
+        assert [h.public_name for h in learned.hits][:1] == ["ops__archive_project"]
+        hidden = index.search(phrasing, limit=3, visible=lambda name: name != "ops__archive_project")
+        assert "ops__archive_project" not in [h.public_name for h in hidden.hits]
+    finally:
+        index.forget()
+
+
+def test_r5_12_usage_never_outranks_an_exact_name_match(index: SearchIndex) -> None:
+    try:
+        _learn(index, "ops__post_message", "create issue", int(FULL_WEIGHT))
+        assert [h.public_name for h in index.search("create issue").hits][:1] == ["ops__create_issue"]
+        assert [h.public_name for h in index.search("create_issue").hits][:1] == ["ops__create_issue"]
+    finally:
+        index.forget()
