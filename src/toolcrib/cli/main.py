@@ -13,6 +13,7 @@ from toolcrib.cli.approvals import approvals_app
 from toolcrib.cli.common import DatabaseOption, JsonOption, console, emit, fail, run_gateway, settings_for
 from toolcrib.cli.grants import grants_app
 from toolcrib.cli.limits import limits_app
+from toolcrib.cli.search import search_app
 from toolcrib.errors import InBandError, InvalidArguments
 
 if TYPE_CHECKING:  # imported by the commands that run a gateway, never by `--help` (#13)
@@ -57,6 +58,7 @@ app.add_typer(admin.audit_app, name="audit")
 app.add_typer(approvals_app, name="approvals")
 app.add_typer(grants_app, name="grants")
 app.add_typer(limits_app, name="limits")
+app.add_typer(search_app, name="search")  # `toolcrib search QUERY`, and what search learned
 try:
     from toolcrib.cli.eval import eval_app
 
@@ -145,7 +147,7 @@ def init(
         console.print(f"owner [bold]{out['member']}[/bold] created. Token (shown once):\n{out['token']}")
 
 
-@app.command()
+@search_app.command("query")
 def search(
     query: str,
     limit: int = typer.Option(3, min=1, max=5),

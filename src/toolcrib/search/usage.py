@@ -14,10 +14,14 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["MAX_EXAMPLES", "PastSearch", "UsageChannel"]
+__all__ = ["MAX_EXAMPLES", "MAX_PER_MEMBER", "PastSearch", "UsageChannel"]
 
 MAX_EXAMPLES = 64
 """Examples kept per tool (the newest)."""
+
+MAX_PER_MEMBER = 16
+"""Examples one member's searches may hold of one tool (the newest): a quarter of ``MAX_EXAMPLES``,
+so one member cannot fill a tool's evidence and steer everyone's searches (R-5.12)."""
 
 Matrix = npt.NDArray[np.float32]
 
