@@ -95,6 +95,7 @@ async def _one_member_teaches_another(first: Replica, second: Replica) -> None:
     handle = next(c["action_id"] for c in cold if c["name"] == RIGHT)
     result = await _execute(first.base, ada, handle)
     assert not result.is_error, result
+    await _until(lambda: first.gw.index.examples == 1)  # recorded beside the answer
 
     [example] = (await learning_store.load_examples(first.gw.db))[RIGHT]
     assert example.member == "ada"

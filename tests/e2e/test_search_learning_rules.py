@@ -77,6 +77,14 @@ async def _learn(gw: Gateway, who: Principal, query: str, tool: str, **arguments
     """``who`` searches ``query`` and runs ``tool`` through its handle, successfully."""
     result = await execute_tool(gw, who, action_id=await _handle(gw, who, query, tool), arguments=arguments)
     assert not result.get("isError"), result
+    await _settled(gw)
+
+
+async def _settled(gw: Gateway) -> None:
+    """Wait (bounded) for the recordings running beside the answers of the calls made so far."""
+    with anyio.fail_after(15):
+        while gw.learned.recording:  # noqa: ASYNC110 - a count, not an event; bounded above
+            await anyio.sleep(0.02)
 
 
 async def _stored(gw: Gateway) -> dict[str, int]:
@@ -106,15 +114,20 @@ async def test_r5_12_only_a_successful_call_through_a_handle_becomes_an_example(
         with pytest.raises(InBandError) as timed_out:  # failed at the upstream: nothing
             await execute_tool(gw, ada, action_id=slow, arguments={"seconds": 5})
         assert timed_out.value.code == "upstream_timeout"
+        await _settled(gw)
         assert await _stored(gw) == {}
         assert gw.index.examples == 0
 
         handle = await _handle(gw, ada, MIRROR, ECHO)
         await execute_tool(gw, ada, action_id=handle, arguments={"message": "hi"})
-        assert await _stored(gw) == {ECHO: 1}
+        await _settled(gw)
         assert gw.index.examples == 1
+        [first] = await _rows(gw, store.search_examples)
         await execute_tool(gw, ada, action_id=handle, arguments={"message": "again"})
         await _learn(gw, ada, MIRROR, ECHO, message="a third time")  # the same text: refreshed
+        [refreshed] = await _rows(gw, store.search_examples)
+        assert refreshed.id == first.id
+        assert refreshed.created_at >= first.created_at
         assert await _stored(gw) == {ECHO: 1}
 
         assert all(r.text is None for r in await _rows(gw, searches))  # `vectors`: never the text

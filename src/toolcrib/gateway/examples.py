@@ -48,6 +48,8 @@ class LearnedExamples:
         self._enabled = enabled
         self._held: dict[str, tuple[str, Signature]] = {}  # public name -> (account, what was loaded)
         self._lock = anyio.Lock()  # one reload at a time: a slow read never overwrites a newer one
+        self.recording = 0
+        """Recordings running beside the answers of their calls (``learning.learn_later``)."""
 
     @property
     def enabled(self) -> bool:

@@ -121,7 +121,7 @@ async def execute_tool(
     call = _call_audited(gw, principal, row, record, risk, exact, spec, approver, target, relay)
     raw = await traced("upstream_call", principal.member, record.public_name, call)
     if handle is not None and not raw.get("isError"):  # its search led here: an example
-        await learning.record_success(gw, principal, handle, account=row.name, tool=record.name)
+        learning.learn_later(gw, principal, handle, account=row.name, tool=record.name)
     # 16. shape: redaction (the connection's secrets and its secret frozen values), then caps
     return await shape_and_store(
         gw,

@@ -13,6 +13,7 @@ The bounds are the caller's (the search layer decides them; the store does not i
 from __future__ import annotations
 
 import hashlib
+import sqlite3
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -125,8 +126,12 @@ async def record_example(
 
     The same member's same text (by hash) for the same tool refreshes that example's time and
     vector instead of adding one; then the member's oldest beyond ``per_member`` and the tool's
-    oldest beyond ``per_tool`` are deleted.
+    oldest beyond ``per_tool`` are deleted. On SQLite the whole transaction is one hop to the
+    writer's thread (``run_write``): the SQLAlchemy path, a hop per statement, took ~20 ms.
     """
+    if db.is_sqlite:
+        key = _Recording(search_id, account, tool, public_name, member, now, per_tool, per_member)
+        return await db.run_write(key.run)
     async with db.begin() as conn:
         found = (await conn.execute(select(searches).where(searches.c.id == search_id))).first()
         if found is None or found.vector is None:
@@ -160,6 +165,62 @@ async def record_example(
         kept = await _examples_of(conn, [public_name])
         await announce(conn, examples_note(public_name))
     return kept.get(public_name, [])
+
+
+@dataclass(frozen=True, slots=True)
+class _Recording:
+    """``record_example`` on SQLite, as plain statements on the writer's own connection."""
+
+    search_id: str
+    account: str
+    tool: str
+    public_name: str
+    member: str
+    now: float
+    per_tool: int
+    per_member: int
+
+    def run(self, conn: sqlite3.Connection) -> list[Example] | None:
+        found = conn.execute(
+            "SELECT vector, text_sha256, text FROM searches WHERE id = ?", (self.search_id,)
+        ).fetchone()
+        if found is None or found[0] is None:
+            return None
+        vector, sha, text_ = found
+        mine = (self.public_name, self.member)
+        same = conn.execute(
+            "SELECT id FROM search_examples WHERE public_name = ? AND member = ? AND text_sha256 = ?",
+            (*mine, sha),
+        ).fetchone()
+        values = (self.account, self.tool, vector, text_, self.now)
+        if same is not None:
+            conn.execute(
+                "UPDATE search_examples SET account = ?, tool = ?, vector = ?, text = ?, created_at = ?"
+                " WHERE id = ?",
+                (*values, same[0]),
+            )
+        else:
+            conn.execute(
+                "INSERT INTO search_examples (account, tool, vector, text, created_at, public_name, member,"
+                " text_sha256) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (*values, *mine, sha),
+            )
+        conn.execute(
+            "DELETE FROM search_examples WHERE id IN (SELECT id FROM search_examples WHERE public_name = ?"
+            " AND member = ? ORDER BY created_at DESC, id DESC LIMIT -1 OFFSET ?)",
+            (*mine, self.per_member),
+        )
+        conn.execute(
+            "DELETE FROM search_examples WHERE id IN (SELECT id FROM search_examples WHERE public_name = ?"
+            " ORDER BY created_at DESC, id DESC LIMIT -1 OFFSET ?)",
+            (self.public_name, self.per_tool),
+        )
+        rows = conn.execute(
+            "SELECT id, account, public_name, member, vector, created_at FROM search_examples"
+            " WHERE public_name = ? ORDER BY created_at, id",
+            (self.public_name,),
+        ).fetchall()
+        return [Example(r[0], r[1], r[2], r[3], bytes(r[4]), r[5]) for r in rows]
 
 
 async def _keep_newest(conn: AsyncConnection, where: Any, keep: int) -> None:
