@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 import anyio
 import numpy as np
 import pytest
+from sqlalchemy import select
 
 from toolcrib.search.usage import MAX_EXAMPLES, MAX_PER_MEMBER
 from toolcrib.store import connections as conn_store
@@ -18,6 +19,7 @@ from toolcrib.store.connections import ConnectionRow
 from toolcrib.store.database import Database
 from toolcrib.store.handles import HandleRow, get_handle, insert_handles
 from toolcrib.store.learning import SearchRow
+from toolcrib.store.tables import audit
 
 pytestmark = pytest.mark.anyio
 
@@ -151,3 +153,30 @@ async def test_r5_12_concurrent_recordings_keep_the_bounds(db: Database) -> None
             for n, sid in enumerate(sids):
                 tg.start_soon(_record, db, sid, "eve", NOW + n)
     assert len((await store.load_examples(db))[TOOL]) == MAX_PER_MEMBER
+
+
+async def test_r5_12_an_admins_forget_and_its_audit_row_are_one_transaction(db: Database) -> None:
+    await _record(db, await _search(db, 1, "ada", "a"), "ada", NOW)
+    await _record(db, await _search(db, 2, "ada", "b"), "ada", NOW, tool="desk__add_numbers")
+    row = {
+        "member": "owner",
+        "grant_id": "cli",
+        "account": "desk",
+        "connector": "Helpdesk",
+        "operation": "toolcrib__search__forget",
+        "classification": "destructive",
+        "approved": True,
+        "target_id": TOOL,
+        "started_at": NOW,
+        "outcome": "ok",
+        "finished_at": NOW,
+        "duration_ms": 0.0,
+        "kind": "admin",
+    }
+    assert await store.forget_examples(db, TOOL, row) == 1
+    assert set(await store.load_examples(db)) == {"desk__add_numbers"}
+    assert await store.forget_examples(db, None, {**row, "target_id": None}) == 1
+    assert await store.load_examples(db) == {}
+    async with db.read() as conn:
+        acts = (await conn.execute(select(audit.c.target_id).where(audit.c.kind == "admin"))).all()
+    assert [a.target_id for a in acts] == [TOOL, None]
