@@ -61,7 +61,7 @@ def search_row(gw: Gateway, principal: Principal, query: str, vector: Matrix | N
 
 def learn_later(gw: Gateway, principal: Principal, handle: HandleRow, *, account: str, tool: str) -> None:
     """``record_success`` in the background: the caller's answer does not wait for the store (a
-    write transaction: ~20 ms on a busy SQLite file, measured, about what the call itself took)."""
+    write transaction: round trips on PostgreSQL, the writer's turn on a busy SQLite file)."""
     if handle.search_id is None or gw.settings.search_learning == "off":
         return
 
@@ -72,7 +72,11 @@ def learn_later(gw: Gateway, principal: Principal, handle: HandleRow, *, account
             gw.learned.recording -= 1
 
     gw.learned.recording += 1
-    gw.upstreams.run_in_background(work)
+    try:
+        gw.upstreams.run_in_background(work)
+    except Exception as exc:  # a gateway closing: the call's answer still goes out
+        gw.learned.recording -= 1
+        logger.warning("search learning: the example was not recorded (%s)", type(exc).__name__)
 
 
 async def record_success(
