@@ -26,9 +26,12 @@ class HandleRow:
 
 
 async def insert_handles(db: Database, rows: Sequence[HandleRow], search: SearchRow | None = None) -> None:
-    """Store ``rows``; ``search``, the search that issued them, in the same transaction."""
+    """Store ``rows``; ``search``, the search that issued them, in the same transaction. The
+    ``search_id`` column is written only when a row has one (a handle issued without search
+    learning writes the columns every schema since 0002 has)."""
     if not rows:
         return
+    learned = any(r.search_id is not None for r in rows)
     async with db.begin() as conn:
         if search is not None:
             await insert_search(conn, search)
@@ -41,7 +44,7 @@ async def insert_handles(db: Database, rows: Sequence[HandleRow], search: Search
                     "public_name": r.public_name,
                     "schema_hash": r.schema_hash,
                     "created_at": r.created_at,
-                    "search_id": r.search_id,
+                    **({"search_id": r.search_id} if learned else {}),
                 }
                 for r in rows
             ],
