@@ -58,13 +58,13 @@ app.add_typer(admin.audit_app, name="audit")
 app.add_typer(approvals_app, name="approvals")
 app.add_typer(grants_app, name="grants")
 app.add_typer(limits_app, name="limits")
-app.add_typer(search_app, name="search")  # `toolcrib search QUERY`, and what search learned
 try:
     from toolcrib.cli.eval import eval_app
 
     app.add_typer(eval_app, name="eval")
 except ImportError:  # pragma: no cover - present in every install; guards a partial checkout
     pass
+app.add_typer(search_app, name="search")  # `toolcrib search QUERY`, and what search learned
 
 
 def _check_meta(name: str, arguments: dict[str, Any]) -> None:
