@@ -117,6 +117,12 @@ class Settings(BaseSettings):
     """Meaning search, on by default (R-5.8): the packaged embedding model ranks with the words;
     ``false`` runs words and trigrams only (``/healthz`` then says the meaning channel is down)."""
 
+    search_learning: Literal["off", "vectors", "text"] = "vectors"
+    """Search that learns from the organization's use (R-5.12): a search whose handle then ran a
+    tool successfully becomes an example for that tool. ``vectors`` (the default) keeps the query's
+    vector and the hash of its text, never the text; ``text`` keeps the text too; ``off`` records
+    nothing and search reads no examples."""
+
     secret_key: str | None = None
     """Fernet key encrypting connection credentials at rest (R-13.3). When unset, a key is generated
     once and kept in ``.toolcrib/secret.key`` beside a SQLite database (else in the working

@@ -130,6 +130,7 @@ def test_r10_1_every_operation_has_a_permission() -> None:
         "tools",
         "approvals",
         "limits",
+        "search",
     }
     assert permission_for("members", "update_role") == "members:write"
     assert permission_for("approvals", "approve") == "restrictions:write"

@@ -22,7 +22,7 @@ from typing import Any
 
 from toolcrib.catalog.records import ExactRecord, canonical_json
 
-__all__ = ["MODES", "Pin", "PinPlan", "definition", "digest", "plan"]
+__all__ = ["MODES", "Pin", "PinPlan", "changed", "definition", "digest", "plan"]
 
 MODES = ("accept", "review", "off")
 
@@ -101,3 +101,15 @@ def plan(
         elif pin.held:
             out.write.append(Pin(tool, pin.accepted, pin.accepted_sha256))  # its change left with it
     return out
+
+
+def changed(pins: Mapping[str, Pin], offered: Mapping[str, tuple[dict[str, Any], str]]) -> set[str]:
+    """The tools whose offered definition is not the one accepted: what searches learned of them
+    (R-5.12) was learned of another tool, so a sync drops it, held or not (pinning ``off``)."""
+    return {
+        tool
+        for tool, (_, sha) in offered.items()
+        if (pin := pins.get(tool)) is not None
+        and pin.accepted_sha256 is not None
+        and pin.accepted_sha256 != sha
+    }

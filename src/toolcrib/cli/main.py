@@ -13,6 +13,7 @@ from toolcrib.cli.approvals import approvals_app
 from toolcrib.cli.common import DatabaseOption, JsonOption, console, emit, fail, run_gateway, settings_for
 from toolcrib.cli.grants import grants_app
 from toolcrib.cli.limits import limits_app
+from toolcrib.cli.search import search_app
 from toolcrib.errors import InBandError, InvalidArguments
 
 if TYPE_CHECKING:  # imported by the commands that run a gateway, never by `--help` (#13)
@@ -64,6 +65,7 @@ try:
     app.add_typer(eval_app, name="eval")
 except ImportError:  # pragma: no cover - present in every install; guards a partial checkout
     pass
+app.add_typer(search_app, name="search")  # `toolcrib search QUERY`, and what search learned
 
 
 def _check_meta(name: str, arguments: dict[str, Any]) -> None:
@@ -146,7 +148,7 @@ def init(
         console.print(f"owner [bold]{out['member']}[/bold] created. Token (shown once):\n{out['token']}")
 
 
-@app.command()
+@search_app.command("query")
 def search(
     query: str,
     limit: int = typer.Option(3, min=1, max=5),

@@ -22,6 +22,7 @@ from toolcrib.gateway import (
     connections,
     diagnose,
     grants,
+    learning,
     limits,
     members,
     pins,
@@ -390,6 +391,16 @@ async def _t_accept(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
 @_op("tools", "reject", "Keep it held.", "account tool", "account tool")
 async def _t_reject(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
     return await pins.reject_change(gw, p, a["account"], a["tool"])
+
+
+@_op("search", "examples", "Learned searches per tool.")
+async def _s_examples(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
+    return await learning.example_counts(gw, p)
+
+
+@_op("search", "forget", "Forget learned searches.", "tool")
+async def _s_forget(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
+    return await learning.forget_examples(gw, p, a.get("tool"))
 
 
 OPERATIONS: tuple[Operation, ...] = tuple(v for v in dict(globals()).values() if isinstance(v, Operation))

@@ -28,6 +28,7 @@ from toolcrib.catalog.records import ExactRecord, canonical_json
 from toolcrib.errors import StoreError
 from toolcrib.gateway.buckets import buckets_for
 from toolcrib.gateway.cards import CardCache
+from toolcrib.gateway.examples import LearnedExamples
 from toolcrib.gateway.meaning import LiveIndex, Meaning, load_meaning
 from toolcrib.policy.approvals import ApprovalRule
 from toolcrib.policy.classify import classify
@@ -43,6 +44,7 @@ from toolcrib.store import connections as conn_store
 from toolcrib.store import handles as handle_store
 from toolcrib.store import instances as instance_store
 from toolcrib.store import keys as key_store
+from toolcrib.store import learning as learning_store
 from toolcrib.store import leases as lease_store
 from toolcrib.store import limits as limit_store
 from toolcrib.store import notify
@@ -117,6 +119,8 @@ class Gateway:
         self.clock = clock
         self.meaning = meaning or Meaning(None, "not loaded")
         self.index = LiveIndex(self.meaning)
+        self.learned = LearnedExamples(db, self.index, clock, enabled=settings.search_learning != "off")
+        """The store's search examples in the index's usage channel (R-5.12)."""
         self.cards = CardCache()
         self._installing = anyio.Lock()  # catalogs are installed one at a time, in call order
         self._syncing: Counter[str] = Counter()  # connections this process is syncing now
@@ -271,6 +275,10 @@ class Gateway:
                 await self.reload_policy()
             if kind in (notify.CATALOG, notify.ALL):
                 await self.sync_from_store(force=True)
+            if kind == notify.ALL:
+                await self.learned.reload()
+            elif kind.startswith(notify.EXAMPLES):  # a tool's search examples (R-5.12)
+                await self.learned.on_note(kind)
         except StoreError:
             logger.warning("change notification: the database is unavailable", exc_info=True)
 
@@ -306,6 +314,8 @@ class Gateway:
             await self.index.tool_vectors(self.db, docs)
         for row in changed:
             await self.install_catalog(row, catalogs[row.name])
+        if self.db.is_sqlite:  # no announcements on SQLite: examples recorded elsewhere (R-5.12)
+            await self.learned.poll()
 
     def _stale(self, row: ConnectionRow) -> bool:
         """Whether the stored ``row`` is newer than what this process holds, and this poll's to
@@ -335,6 +345,7 @@ class Gateway:
         registered but never got a grant within ``oauth_unused_client_days`` (R-7.7)."""
         now = self.clock()
         await handle_store.purge_handles(self.db, now - self.settings.handle_ttl_seconds)
+        await learning_store.purge_searches(self.db, now - self.settings.handle_ttl_seconds)
         await result_store.purge_results(self.db, now - self.settings.result_ttl_seconds)
         await approval_store.purge(self.db, now)
         await oauth_store.purge(self.db, now, now - self.settings.oauth_unused_client_days * 86400)
@@ -375,6 +386,7 @@ class Gateway:
                 await self.index.replace(row.name, docs, vectors)
             else:
                 await self.index.remove(row.name)
+            await self.learned.reload_account(row.name, (s.record.public_name for s in usable.values()))
 
     def _prepare(
         self, row: ConnectionRow, usable: dict[str, StoredTool], policy: PolicySnapshot, active: bool
@@ -419,6 +431,7 @@ class Gateway:
             self.listing_bytes.pop(old.record.public_name, None)
             self.cards.forget([old.record.public_name])
         await self.index.remove(name)
+        await self.learned.drop_account(name)
 
     def lookup(self, public_name: str) -> tuple[ConnectionRow, StoredTool] | None:
         """The connection and exact record behind a public name ``{account}__{tool}``."""

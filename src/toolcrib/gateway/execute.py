@@ -25,7 +25,7 @@ from toolcrib.errors import (
     ToolChanged,
     UpstreamTimeout,
 )
-from toolcrib.gateway import approvals, audit, limits, reach
+from toolcrib.gateway import approvals, audit, learning, limits, reach
 from toolcrib.gateway.call_secrets import CallSecrets, redacting_relay
 from toolcrib.gateway.connections import secrets_of, shown_reason, spec_of
 from toolcrib.gateway.core import Gateway
@@ -45,6 +45,7 @@ from toolcrib.policy.gates import (
 from toolcrib.policy.restrictions import Decision
 from toolcrib.store.audit import AuditEntry
 from toolcrib.store.connections import ConnectionRow, StoredTool
+from toolcrib.store.handles import HandleRow
 from toolcrib.upstream.relay import CallRelay
 from toolcrib.upstream.session import UpstreamSpec
 
@@ -73,6 +74,7 @@ async def execute_tool(
     if arguments is not None and not isinstance(arguments, Mapping):
         raise InvalidArguments("`arguments` must be an object", [{"pointer": "", "message": "not an object"}])
     pinned_hash: str | None = None
+    handle: HandleRow | None = None
     if action_id is not None:
         handle = await resolve_handle(gw, principal, action_id)
         tool, pinned_hash = handle.public_name, handle.schema_hash
@@ -118,6 +120,8 @@ async def execute_tool(
     relay = redacting_relay(interaction.relay, secrets)
     call = _call_audited(gw, principal, row, record, risk, exact, spec, approver, target, relay)
     raw = await traced("upstream_call", principal.member, record.public_name, call)
+    if handle is not None and not raw.get("isError"):  # its search led here: an example
+        learning.learn_later(gw, principal, handle, account=row.name, tool=record.name)
     # 16. shape: redaction (the connection's secrets and its secret frozen values), then caps
     return await shape_and_store(
         gw,

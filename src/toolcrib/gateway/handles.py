@@ -18,6 +18,7 @@ from toolcrib.gateway.core import Gateway
 from toolcrib.policy.gates import Principal
 from toolcrib.store import handles as store
 from toolcrib.store.handles import HandleRow
+from toolcrib.store.learning import SearchRow
 
 __all__ = ["issue_handles", "resolve_handle"]
 
@@ -42,12 +43,15 @@ def _hold(gw: Gateway, rows: list[HandleRow]) -> None:
         held.popitem(last=False)
 
 
-async def issue_handles(gw: Gateway, principal: Principal, tools: list[tuple[str, str]]) -> list[str]:
+async def issue_handles(
+    gw: Gateway, principal: Principal, tools: list[tuple[str, str]], search: SearchRow | None = None
+) -> list[str]:
     """One new handle per ``(public_name, schema_hash)`` for ``principal``'s member, stored where
-    every replica can read it."""
+    every replica can read it; ``search``, the search that issued them (R-5.12), stored with them."""
     now = gw.clock()
-    rows = [HandleRow(new_handle(), principal.member, name, schema, now) for name, schema in tools]
-    await store.insert_handles(gw.db, rows)
+    sid = search.id if search is not None else None
+    rows = [HandleRow(new_handle(), principal.member, name, schema, now, sid) for name, schema in tools]
+    await store.insert_handles(gw.db, rows, search if rows else None)
     _hold(gw, rows)
     return [r.id for r in rows]
 

@@ -85,7 +85,15 @@ async def _decide(
         kind="admin",
     )
     audit_row = {k: v for k, v in entry.to_json().items() if k != "id"}
-    pin = await store.decide(gw.db, account, tool, verdict, expected=sha256, audit_row=audit_row)
+    pin = await store.decide(
+        gw.db,
+        account,
+        tool,
+        verdict,
+        expected=sha256,
+        audit_row=audit_row,
+        public_name=stored.record.public_name,
+    )
     if pin is None:
         raise _stale(account, tool, sha256)
     await _reinstall(gw, account)

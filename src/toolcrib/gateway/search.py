@@ -7,7 +7,7 @@ from typing import Any
 import anyio
 
 from toolcrib.catalog.budget import fit_search_response
-from toolcrib.gateway import reach
+from toolcrib.gateway import learning, reach
 from toolcrib.gateway.core import Gateway, PolicySnapshot
 from toolcrib.gateway.handles import issue_handles
 from toolcrib.gateway.oauth import reauth_notices
@@ -74,7 +74,8 @@ async def search_tools(gw: Gateway, principal: Principal, query: str, limit: int
         withheld=lambda name: where(name) == "restricted",
     )
     cards, pinned = await _cards_for(gw, policy, found.hits)
-    for card, handle in zip(cards, await issue_handles(gw, principal, pinned), strict=True):
+    search = learning.search_row(gw, principal, query, found.query_vector)
+    for card, handle in zip(cards, await issue_handles(gw, principal, pinned, search), strict=True):
         card["action_id"] = handle
     flags: dict[str, Any] = {"query_truncated": True} if truncated else {}
     waiting = reauth_notices(gw, principal, policy)

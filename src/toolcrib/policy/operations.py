@@ -8,7 +8,8 @@ approval rules and approving a waiting call under ``restrictions:write`` (like a
 approval decides whether a call may run); reviewing a changed tool (R-13.4) under
 ``connections:write`` (a tool's accepted definition is part of its connection's configuration);
 rate limits under ``restrictions:write`` (like a restriction, they decide whether a call may run;
-reading limits: ``restrictions:read``).
+reading limits: ``restrictions:read``); what searches learned of the tools (R-5.12), read and
+cleared, under ``connections:write`` too (what a tool was used for goes with what it is).
 Reading one's own stored result and diagnosing a missing tool need ``tool:execute``: they serve
 the member who calls tools. Changing an owner also needs ``owners:write``
 (:func:`toolcrib.policy.roles.require_member_change`).
@@ -37,6 +38,7 @@ OPERATIONS: dict[tuple[str, str], str] = {
     ("results", "read"): "tool:execute",
     ("tools", "diagnose"): "tool:execute",
     **{("tools", op): "connections:write" for op in ("changes", "accept", "reject")},
+    **{("search", op): "connections:write" for op in ("examples", "forget")},
 }
 
 

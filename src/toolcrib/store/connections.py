@@ -13,6 +13,7 @@ from toolcrib.catalog import pins
 from toolcrib.catalog.records import ExactRecord
 from toolcrib.store import pins as pin_store
 from toolcrib.store.database import Database
+from toolcrib.store.learning import delete_tool_examples
 from toolcrib.store.notify import CATALOG, announce
 from toolcrib.store.tables import connections, tool_pins, tools, upstream_tokens
 
@@ -148,14 +149,20 @@ async def replace_catalog(
 
 
 async def _pin_catalog(conn: Any, name: str, stored: Sequence[StoredTool], mode: str) -> None:
-    """Compare the offered definitions with the pins and write the plan (R-13.4)."""
+    """Compare the offered definitions with the pins and write the plan (R-13.4); the examples of
+    a tool whose definition changed are dropped (R-5.12)."""
     offered = {}
     for s in stored:
         if s.refused is None:
             defn = pins.definition(s.record)
             offered[s.record.name] = (defn, s.digest or pins.digest(defn))
-    plan = pins.plan(await pin_store.load_pins(conn, name), offered, mode=mode, now=time.time())
+    before = await pin_store.load_pins(conn, name)
+    plan = pins.plan(before, offered, mode=mode, now=time.time())
     await pin_store.apply_plan(conn, name, plan)
+    changed = pins.changed(before, offered)
+    if changed:  # what searches learned of a changed tool goes with its old definition (R-5.12)
+        public = {s.record.name: s.record.public_name for s in stored}
+        await delete_tool_examples(conn, [public[tool] for tool in changed])
     for s in stored:
         s.held = s.record.name in plan.held
 

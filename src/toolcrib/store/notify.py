@@ -23,7 +23,17 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from toolcrib.store.database import Database
 
-__all__ = ["ALL", "CATALOG", "CHANNEL", "POLICY", "announce", "listen"]
+__all__ = [
+    "ALL",
+    "CATALOG",
+    "CHANNEL",
+    "EXAMPLES",
+    "POLICY",
+    "announce",
+    "examples_note",
+    "listen",
+    "noted_tool",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -31,6 +41,8 @@ CHANNEL = "toolcrib_changes"
 CATALOG = "catalog"
 POLICY = "policy"
 ALL = "all"  # after (re)connecting: anything may have changed while nobody listened
+EXAMPLES = "examples"
+"""Search examples changed (R-5.12): ``examples:{public_name}`` for one tool, ``examples:`` for all."""
 
 _NOTIFY = text("SELECT pg_notify(:channel, :kind)")
 
@@ -39,6 +51,17 @@ async def announce(conn: AsyncConnection, kind: str) -> None:
     """Tell the other processes, when this transaction commits, that ``kind`` changed."""
     if conn.dialect.name == "postgresql":
         await conn.execute(_NOTIFY, {"channel": CHANNEL, "kind": kind})
+
+
+def examples_note(public_name: str | None) -> str:
+    """The announcement that ``public_name``'s examples changed (every tool's when None). A public
+    name is at most 320 characters: far within a notification's 8,000 bytes."""
+    return f"{EXAMPLES}:{public_name or ''}"
+
+
+def noted_tool(kind: str) -> str | None:
+    """The tool an ``examples`` announcement names; None when it names every tool."""
+    return kind.partition(":")[2] or None
 
 
 async def listen(

@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from toolcrib.catalog.pins import Pin, PinPlan
 from toolcrib.store.database import Database
+from toolcrib.store.learning import delete_tool_examples
 from toolcrib.store.notify import CATALOG, announce
 from toolcrib.store.tables import audit, connections, tool_pins
 
@@ -103,9 +104,11 @@ async def decide(
     *,
     expected: str | None,
     audit_row: Mapping[str, Any],
+    public_name: str | None = None,
 ) -> Pin | None:
     """Accept or reject the held tool's offered definition; the pin as it was, or None when nothing
-    is held (or ``expected`` is not the digest offered now: the admin saw another definition)."""
+    is held (or ``expected`` is not the digest offered now: the admin saw another definition).
+    Accepting drops the examples searches recorded of ``public_name`` (R-5.12)."""
     async with db.begin() as conn:
         # The connection's row first, as a sync takes it: one waits for the other, never a deadlock.
         # (A call that then finds nothing held leaves a needless version bump: a reload, no harm;
@@ -125,6 +128,8 @@ async def decide(
         if verdict == "accept":
             values = {"accepted": pin.offered, "accepted_sha256": pin.offered_sha256}
             values |= {"offered": None, "offered_sha256": None, "rejected_sha256": None, "changed_at": None}
+            if public_name is not None:
+                await delete_tool_examples(conn, [public_name])
         else:
             values = {"rejected_sha256": pin.offered_sha256}
         await conn.execute(update(tool_pins).where(key).values(**values))

@@ -1,8 +1,8 @@
 """The admin console at ``/admin`` (#13): server-rendered pages over the same gateway functions.
 
 Pages: connections, members and tokens, restrictions, approvals, rate limits, frozen parameters,
-changed tools, audit log, search playground, savings. Sign-in, sessions and CSRF: :mod:`.session`;
-dispatch: :mod:`.handlers`.
+changed tools, learned searches, audit log, search playground, savings. Sign-in, sessions and
+CSRF: :mod:`.session`; dispatch: :mod:`.handlers`.
 No script runs inline (the CSP forbids it); the one small script and the style sheet are served
 from the package under ``/admin/static``.
 """
@@ -49,6 +49,7 @@ def _console() -> ASGIApp:
         changes,
         connections,
         insight,
+        learned,
         limits,
         members,
         my_grants,
@@ -61,6 +62,7 @@ def _console() -> ASGIApp:
         *auth.routes(),
         *connections.routes(),
         *changes.routes(),
+        *learned.routes(),
         *members.routes(),
         *my_grants.routes(),
         *restrictions.routes(),

@@ -49,6 +49,7 @@ DONE: dict[str, str] = {
     "change_rejected": "Change rejected: the tool stays held until its server offers another definition.",
     "limit_set": "Limit set.",
     "limit_removed": "Limit removed.",
+    "examples_forgotten": "Forgotten: search no longer reads those past searches.",
 }
 """The notices a redirect after an action may name (a fixed set: no text of the URL is shown)."""
 

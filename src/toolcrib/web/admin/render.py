@@ -35,6 +35,7 @@ NAV: tuple[NavItem, ...] = (
     NavItem("limits", "Limits", "restrictions:read"),
     NavItem("frozen", "Frozen parameters", "connections:write"),
     NavItem("changes", "Changes", "connections:write"),  # held tool changes
+    NavItem("learned", "Learned searches", "connections:write"),  # search's examples
     NavItem("audit", "Audit log", "audit:read"),
     NavItem("playground", "Search playground", "tool:execute"),
     NavItem("savings", "Savings", "usage:read"),
