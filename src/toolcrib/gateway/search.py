@@ -6,6 +6,7 @@ from typing import Any
 
 import anyio
 
+from toolcrib import tracing
 from toolcrib.catalog.budget import fit_search_response
 from toolcrib.gateway import reach
 from toolcrib.gateway.core import Gateway, PolicySnapshot
@@ -53,6 +54,17 @@ async def search_tools(gw: Gateway, principal: Principal, query: str, limit: int
     so (``"query_truncated": true``). Ranking (and encoding the query) runs in a worker thread, and
     cards come from the card cache, so no query and no tool holds up the event loop.
     """
+    with tracing.span(
+        "search_tools", {tracing.OPERATION: "search_tools", tracing.MEMBER: principal.member}
+    ) as step:
+        answer = await _search(gw, principal, query, limit)
+        step.set("toolcrib.search.results", len(answer.get("results") or ()))
+        step.outcome("ok")
+        return answer
+
+
+async def _search(gw: Gateway, principal: Principal, query: str, limit: int) -> dict[str, Any]:
+    """The steps of ``search_tools``, each a span of its own when traces are on (never the query)."""
     truncated = len(query) > MAX_QUERY_CHARACTERS
     query = query[:MAX_QUERY_CHARACTERS]
     require_execute(principal)
@@ -73,8 +85,11 @@ async def search_tools(gw: Gateway, principal: Principal, query: str, limit: int
         visible=lambda name: where(name) == "visible",
         withheld=lambda name: where(name) == "restricted",
     )
-    cards, pinned = await _cards_for(gw, policy, found.hits)
-    for card, handle in zip(cards, await issue_handles(gw, principal, pinned), strict=True):
+    with tracing.span("search.cards", {"toolcrib.search.hits": len(found.hits)}):
+        cards, pinned = await _cards_for(gw, policy, found.hits)
+    with tracing.span("search.handles"):
+        handles = await issue_handles(gw, principal, pinned)
+    for card, handle in zip(cards, handles, strict=True):
         card["action_id"] = handle
     flags: dict[str, Any] = {"query_truncated": True} if truncated else {}
     waiting = reauth_notices(gw, principal, policy)
