@@ -17,6 +17,7 @@ named in a warning and HTTP is used.
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import logging
 import os
@@ -198,9 +199,17 @@ class LiveSpan:
             otel_context.detach(self._token)
 
 
+def _cancelled(exc: BaseException) -> bool:
+    try:
+        cancelled = anyio.get_cancelled_exc_class()
+    except RuntimeError:  # a worker thread's span (encode, rank): no event loop in this thread
+        cancelled = asyncio.CancelledError
+    return isinstance(exc, cancelled)
+
+
 def _code_of(exc: BaseException) -> str:
     """An exception's in-band code (R-3.3), never its text; ``cancelled`` for a cancellation."""
-    if isinstance(exc, anyio.get_cancelled_exc_class()):
+    if _cancelled(exc):
         return "cancelled"
     code = getattr(exc, "code", None)
     return code if isinstance(code, str) and code != "internal" else "internal_error"

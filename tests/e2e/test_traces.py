@@ -95,8 +95,36 @@ def _ancestors(spans: list[ReceivedSpan], span: ReceivedSpan) -> list[str]:
     return names
 
 
-def _has(*names: str) -> Any:
-    return lambda spans: all(_named(spans, n) for n in names)
+def _steps(spans: list[ReceivedSpan]) -> set[str]:
+    """The pipeline steps the database spans name."""
+    return {str(s.attributes["toolcrib.step"]) for s in spans if "toolcrib.step" in s.attributes}
+
+
+def _whole(
+    receiver: OtlpReceiver, trace_id: str, *names: str, steps: tuple[str, ...] = ()
+) -> list[ReceivedSpan]:
+    """The spans of one trace once every span named (and every step) has arrived: spans end, and
+    are exported, in batches, so a trace's spans may come in more than one request."""
+
+    def ready(got: list[ReceivedSpan]) -> bool:
+        mine = [s for s in got if s.trace_id == trace_id]
+        return all(_named(mine, n) for n in names) and set(steps) <= _steps(mine)
+
+    return [s for s in receiver.wait_for(ready) if s.trace_id == trace_id]
+
+
+def _first(receiver: OtlpReceiver, name: str, **attributes: Any) -> ReceivedSpan:
+    """The first span named ``name`` with ``attributes``, once it has arrived."""
+
+    def matching(got: list[ReceivedSpan]) -> list[ReceivedSpan]:
+        return [
+            s for s in got if s.name == name and all(s.attributes.get(k) == v for k, v in attributes.items())
+        ]
+
+    return matching(receiver.wait_for(lambda got: bool(matching(got))))[0]
+
+
+EXECUTE_SPANS = ("POST /mcp", "tools/call execute_tool", "execute_tool", "db.transaction")
 
 
 async def test_24_search_and_execute_are_spans_at_the_collector_and_the_upstream_continues_the_trace(
@@ -105,38 +133,43 @@ async def test_24_search_and_execute_are_spans_at_the_collector_and_the_upstream
     async with connect(traced.gateway.url, traced.token) as client:
         found = payload(await client.call_tool("search_tools", {"query": f"add two numbers {QUERY_WORD}"}))
         handle = next(c["action_id"] for c in found["results"] if c["name"] == "desk__add_numbers")
-        answers = []
         for _ in range(2):  # two calls on one upstream session: a traceparent each, not one per session
             done = await client.call_tool(
                 "execute_tool", {"action_id": handle, "arguments": {"a": SECRET_NUMBER, "b": 1}}
             )
             assert not done.is_error
-            answers.append(done)
-    spans = traced.receiver.wait_for(
-        lambda got: (
-            len(_named(got, "execute_tool")) >= 2
-            and len(_named(got, "MCP send tools/call add_numbers")) >= 2
-            and _has("search_tools", "search.rank", "search.handles", "POST /mcp")(got)
-        )
-    )
-    assert {s.service for s in spans} == {"toolcrib"}
 
-    search = _named(spans, "search_tools")[0]
+    search = _first(traced.receiver, "search_tools")
     assert search.attributes["toolcrib.operation"] == "search_tools"
     assert search.attributes["toolcrib.member"] == "owner"
     assert search.attributes["toolcrib.outcome"] == "ok"
-    in_search = traced.receiver.trace(search.trace_id)
-    assert {"search.rank", "search.cards", "search.handles", "db.transaction"} <= {s.name for s in in_search}
-    assert "POST /mcp" in _ancestors(in_search, search)
+    in_search = _whole(
+        traced.receiver,
+        search.trace_id,
+        "POST /mcp",
+        "search.encode",
+        "search.rank",
+        steps=("search.handles",),
+    )
+    assert _ancestors(in_search, search)[-1] == "POST /mcp"
+    rank = next(s for s in in_search if s.name == "search.rank")
+    assert rank.attributes["toolcrib.search.answered"] is True
+    assert _ancestors(in_search, rank)[0] == "search_tools"
 
     calls = _seen(traced.http_log, "add_numbers")
-    executes = _named(spans, "execute_tool")
     assert len(calls) == 2
-    assert {_trace_id(c["header"]) for c in calls} == {e.trace_id for e in executes}
+    assert len({_trace_id(c["header"]) for c in calls}) == 2
     for call in calls:
         assert call["meta"] == call["header"]  # the same context in _meta and in the HTTP header
-        trace_id = _trace_id(call["header"])
-        execute = next(e for e in executes if e.trace_id == trace_id)
+        in_trace = _whole(
+            traced.receiver,
+            _trace_id(call["header"]),
+            *EXECUTE_SPANS,
+            "upstream tools/call add_numbers",
+            "MCP send tools/call add_numbers",
+            steps=("authenticate", "execute.audit_open", "execute.audit_close"),  # R-11.1's two writes
+        )
+        [execute] = _named(in_trace, "execute_tool")
         assert execute.attributes == {
             "toolcrib.member": "owner",
             "toolcrib.operation": "desk__add_numbers",
@@ -144,26 +177,22 @@ async def test_24_search_and_execute_are_spans_at_the_collector_and_the_upstream
             "toolcrib.tool": "add_numbers",
             "toolcrib.outcome": "ok",
         }
-        in_trace = traced.receiver.trace(trace_id)
-        names = {s.name for s in in_trace}
-        assert {
-            "POST /mcp",
-            "execute.resolve_handle",
-            "execute.rate_limits",
-            "execute.audit_open",
-            "execute.audit_close",
-            "execute.shape",
-            "db.transaction",
-        } <= names
-        upstream = next(s for s in in_trace if s.name == "upstream tools/call add_numbers")
+        assert _ancestors(in_trace, execute) == ["tools/call execute_tool", "POST /mcp"]
+        for transaction in _named(in_trace, "db.transaction"):
+            assert transaction.attributes["db.system.name"] == "sqlite"
+            above = _ancestors(in_trace, transaction)
+            if transaction.attributes.get("toolcrib.step") == "authenticate":  # the bearer's check
+                assert above == ["POST /mcp"]
+            else:
+                assert "execute_tool" in above
+        upstream = _named(in_trace, "upstream tools/call add_numbers")[0]
         assert upstream.kind == "client"
         assert upstream.attributes["toolcrib.account"] == "desk"
         # the upstream's parent is the SDK's client span of this call, under ours, under execute_tool
         sent = next(s for s in in_trace if s.span_id == call["header"].split("-")[2])
         assert sent.name == "MCP send tools/call add_numbers"
         assert _ancestors(in_trace, sent)[:2] == ["upstream tools/call add_numbers", "execute_tool"]
-    transactions = [s for s in spans if s.name == "db.transaction"]
-    assert {s.attributes["db.system.name"] for s in transactions} == {"sqlite"}
+    assert {s.service for s in traced.receiver.spans} == {"toolcrib"}
 
     # never an argument, a query, a result or the token, in any byte that left the gateway
     sent_bytes = b"".join(traced.receiver.bodies)
@@ -180,16 +209,16 @@ async def test_24_an_upstream_error_leaves_no_free_text_in_any_span(traced: Trac
             {"tool": "desk__fetch_client_data", "arguments": {"api_key": API_KEY, "fail": True}},
         )
     assert failed.is_error
-    spans = traced.receiver.wait_for(_has("MCP send tools/call fetch_client_data"))
-    execute = next(
-        s for s in _named(spans, "execute_tool") if s.attributes.get("toolcrib.tool") == "fetch_client_data"
-    )
+    execute = _first(traced.receiver, "execute_tool", **{"toolcrib.tool": "fetch_client_data"})
     assert execute.attributes["toolcrib.outcome"] == "upstream_error"
     assert execute.attributes["toolcrib.error_code"] == "upstream_error"
     assert execute.status_code == 2  # STATUS_CODE_ERROR
-    sent = _named(spans, "MCP send tools/call fetch_client_data")[0]
+    in_trace = _whole(
+        traced.receiver, execute.trace_id, *EXECUTE_SPANS, "MCP send tools/call fetch_client_data"
+    )
+    [sent] = _named(in_trace, "MCP send tools/call fetch_client_data")
     assert sent.status_code == 2
-    assert all(s.status_message == "" and "exception" not in s.events for s in spans)
+    assert all(s.status_message == "" and "exception" not in s.events for s in traced.receiver.spans)
     assert API_KEY.encode() not in b"".join(traced.receiver.bodies)
 
 
@@ -201,36 +230,28 @@ async def test_24_a_stdio_upstream_gets_the_trace_context_in_meta(traced: Traced
     assert not done.is_error
     [call] = _seen(traced.stdio_log, "add_numbers")
     assert call["header"] is None
-    trace_id = _trace_id(call["meta"])
-    spans = traced.receiver.wait_for(
-        lambda got: (
-            any(s.name == "execute_tool" and s.trace_id == trace_id for s in got)
-            and any(s.span_id == call["meta"].split("-")[2] for s in got)
-        )
-    )
-    execute = next(s for s in spans if s.name == "execute_tool" and s.trace_id == trace_id)
+    names = (*EXECUTE_SPANS, "upstream tools/call add_numbers", "MCP send tools/call add_numbers")
+    in_trace = _whole(traced.receiver, _trace_id(call["meta"]), *names)
+    [execute] = _named(in_trace, "execute_tool")
     assert execute.attributes["toolcrib.account"] == "local"
-    upstream = next(
-        s for s in spans if s.trace_id == trace_id and s.name == "upstream tools/call add_numbers"
-    )
+    [upstream] = _named(in_trace, "upstream tools/call add_numbers")
     assert upstream.attributes["toolcrib.transport"] == "stdio"
+    sent = next(s for s in in_trace if s.span_id == call["meta"].split("-")[2])
+    assert _ancestors(in_trace, sent)[:2] == ["upstream tools/call add_numbers", "execute_tool"]
 
 
 async def test_24_an_incoming_traceparent_on_post_mcp_is_continued(traced: Traced) -> None:
     trace_id, parent_id = secrets.token_hex(16), secrets.token_hex(8)
-    headers = {"traceparent": f"00-{trace_id}-{parent_id}-01"}
-    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {traced.token}", **headers}, timeout=60)
+    headers = {"Authorization": f"Bearer {traced.token}", "traceparent": f"00-{trace_id}-{parent_id}-01"}
+    http = httpx2.AsyncClient(headers=headers, timeout=60)
     transport = streamable_http_client(traced.gateway.url + "/mcp", http_client=http)
     async with http, Client(transport, cache=None) as client:
         done = await client.call_tool(
             "execute_tool", {"tool": "desk__echo_message", "arguments": {"message": "hi"}}
         )
     assert not done.is_error
-    spans = traced.receiver.wait_for(
-        lambda got: any(s.trace_id == trace_id and s.name == "execute_tool" for s in got)
-    )
-    posts = [s for s in spans if s.trace_id == trace_id and s.name == "POST /mcp"]
-    assert posts
+    in_trace = _whole(traced.receiver, trace_id, *EXECUTE_SPANS)
+    posts = _named(in_trace, "POST /mcp")
     assert all(s.kind == "server" for s in posts)
     assert parent_id in {s.parent_id for s in posts}  # the caller's span is the request's parent
     [call] = _seen(traced.http_log, "echo_message")
@@ -259,10 +280,8 @@ async def test_24_latency_exemplars_carry_the_trace_id(traced: Traced) -> None:
     ]
     assert lines
     exemplar_ids = {line.split('trace_id="')[1][:32] for line in lines}
-    executes = {
-        s.trace_id for s in traced.receiver.wait_for(_has("execute_tool")) if s.name == "execute_tool"
-    }
-    assert exemplar_ids <= executes
+    for trace_id in exemplar_ids:  # each the trace of an execute_tool call the collector got
+        _whole(traced.receiver, trace_id, "execute_tool")
     assert classic.headers["content-type"].startswith("text/plain")
     assert " # {" not in classic.text
 
@@ -277,7 +296,8 @@ async def test_24_without_otel_variables_no_trace_context_leaves(tmp_path: Path)
         owner = cli_json(url, "init")
         assert isinstance(owner, dict)
         cli(url, "connections", "add", "desk", "--connector", "Helpdesk", "--url", upstream.url)
-        gateway = start_gateway(url, {"OTEL_BSP_SCHEDULE_DELAY": "100", "TOOLCRIB_LOG_LEVEL": "INFO"})
+        quiet = {"OTEL_BSP_SCHEDULE_DELAY": "100", "TOOLCRIB_LOG_LEVEL": "INFO", "TOOLCRIB_SEMANTIC": "false"}
+        gateway = start_gateway(url, quiet)
         try:
             async with connect(gateway.url, str(owner["token"])) as client:
                 done = await client.call_tool(

@@ -66,18 +66,19 @@ async def execute_tool(
     ``interaction`` is what the caller's session can carry (progress, log lines, questions); the
     faces without a session (REST, command line) pass none.
 
-    With traces on (R-14.2) the call is a span, each step that does I/O a child span, and the
-    upstream call a client span whose W3C trace context the upstream receives; they carry the
-    tool, the account, the member and the outcome, never an argument or a result.
+    With traces on (R-14.2) the call is a span, the upstream call a client span whose W3C trace
+    context the upstream receives, and each database transaction of a step (the audit row opened
+    and closed, a handle read, a rate-limit bucket, a stored result) a span naming that step; they
+    carry the tool, the account, the member and the outcome, never an argument or a result.
     """
-    with tracing.span("execute_tool", {tracing.MEMBER: principal.member}) as step:
-        return await _execute(gw, principal, step, tool, action_id, arguments, interaction)
+    with tracing.span("execute_tool", {tracing.MEMBER: principal.member}) as span:
+        return await _execute(gw, principal, span, tool, action_id, arguments, interaction)
 
 
 async def _execute(
     gw: Gateway,
     principal: Principal,
-    step: tracing.Span,
+    span: tracing.Span,
     tool: str | None,
     action_id: str | None,
     arguments: Mapping[str, Any] | None,
@@ -92,7 +93,7 @@ async def _execute(
         raise InvalidArguments("`arguments` must be an object", [{"pointer": "", "message": "not an object"}])
     pinned_hash: str | None = None
     if action_id is not None:
-        with tracing.span("execute.resolve_handle"):
+        with tracing.step("execute.resolve_handle"):
             handle = await resolve_handle(gw, principal, action_id)
         tool, pinned_hash = handle.public_name, handle.schema_hash
     assert tool is not None
@@ -102,9 +103,9 @@ async def _execute(
     require_tools_scope(principal)
     # 4. the connection exists and is active
     row, stored = _locate(gw, tool)
-    step.set(tracing.OPERATION, stored.record.public_name)
-    step.set(tracing.ACCOUNT, row.name)
-    step.set(tracing.TOOL, stored.record.name)
+    span.set(tracing.OPERATION, stored.record.public_name)
+    span.set(tracing.ACCOUNT, row.name)
+    span.set(tracing.TOOL, stored.record.name)
     # 5. the tool is in the current catalog and not held (tool_changed, R-13.4); a handle's schema
     #    hash still matches
     if pinned_hash is not None and stored.record.schema_hash != pinned_hash:
@@ -126,7 +127,7 @@ async def _execute(
     # 12a. the approval step, where a rule asks for one (#14): who approved, or an in-band answer;
     #      before the final check, so a wait for the member's answer is checked again after it
     target = audit.target_id(exact, secret=hidden.params, secrets=hidden.texts)  # never a secret (R-9.2)
-    with tracing.span("execute.approval"):
+    with tracing.step("execute.approval"):
         approver = await _approval(gw, principal, row, record, risk, exact, hidden, target, interaction)
     # 13. the final outbound check: the resolver again, and the connection still active
     row, stored = _locate(gw, record.public_name)
@@ -134,7 +135,7 @@ async def _execute(
         _decide(principal, row, record.name, (await gw.policy()).rules, "outbound"), record.public_name
     )
     # 13a. the rate limits (R-7.10): a call over one reaches nothing upstream and writes no audit row
-    with tracing.span("execute.rate_limits"):
+    with tracing.step("execute.rate_limits"):
         await limits.check_call(gw, principal, account=row.name, tool=record.name)
     # 14. tools/call upstream with a timeout; 15. the audit entry, opened before and closed after
     spec = spec_of(gw, row, principal.member)  # a per-member OAuth connection: the caller's own grant
@@ -142,9 +143,9 @@ async def _execute(
     relay = redacting_relay(interaction.relay, secrets)
     call = _call_audited(gw, principal, row, record, risk, exact, spec, approver, target, relay)
     raw = await traced("upstream_call", principal.member, record.public_name, call)
-    step.outcome("tool_error" if raw.get("isError") else "ok")
+    span.outcome("tool_error" if raw.get("isError") else "ok")
     # 16. shape: redaction (the connection's secrets and its secret frozen values), then caps
-    with tracing.span("execute.shape"):
+    with tracing.step("execute.shape"):
         return await shape_and_store(
             gw,
             principal,
@@ -186,7 +187,7 @@ async def _call_audited(
     that cuts the call off closes it ``unknown``, and a process killed mid-call leaves it
     ``pending``, read as ``unknown`` at the next start.
     """
-    with tracing.span("execute.audit_open"):
+    with tracing.step("execute.audit_open"):
         entry = await _open_row(gw, principal, row, record, risk, target, approved_by=approver)
     try:
         raw = await _upstream_call(gw, row, record, exact, spec, relay)
@@ -221,14 +222,14 @@ async def _upstream_call(
     """Step 14, a client span: the MCP SDK's ``tools/call`` inside it carries its trace context to
     the upstream (``_meta``, and the ``traceparent`` header over HTTP; ``upstream.session``)."""
     attributes = {tracing.ACCOUNT: row.name, tracing.TOOL: record.name, "toolcrib.transport": spec.transport}
-    with tracing.span(f"upstream tools/call {record.name}", attributes, kind="client") as step:
+    with tracing.span(f"upstream tools/call {record.name}", attributes, kind="client") as span:
         raw = await gw.upstreams.session(spec).call_tool(record.name, exact, relay)
-        step.outcome("tool_error" if raw.get("isError") else "ok")
+        span.outcome("tool_error" if raw.get("isError") else "ok")
         return raw
 
 
 async def _close_row(gw: Gateway, entry: AuditEntry, outcome: str, error_code: str | None) -> None:
-    with tracing.span("execute.audit_close"):
+    with tracing.step("execute.audit_close"):
         await audit.close_entry(gw, entry, outcome=outcome, error_code=error_code)
 
 

@@ -123,13 +123,13 @@ class LiveIndex:
                     with self._lock:  # the typo corrections the encoder reads come from the index
                         text = self._index.encoding_text(query)
                     vector = self._index.encode([text])[0]
-            with tracing.span("search.rank") as step, self._lock:
+            with tracing.span("search.rank") as span, self._lock:
                 found = self._index.search(
                     query, limit=limit, visible=visible, withheld=withheld, query_vector=vector
                 )
-                step.set("toolcrib.search.hits", len(found.hits))
-                step.set("toolcrib.search.restricted", len(found.restricted))
-                step.set("toolcrib.search.answered", bool(found.hits))
+                span.set("toolcrib.search.hits", len(found.hits))
+                span.set("toolcrib.search.restricted", len(found.restricted))
+                span.set("toolcrib.search.answered", bool(found.hits))
             return replace(found, query_vector=vector)
 
         return await anyio.to_thread.run_sync(run)

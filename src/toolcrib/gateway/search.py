@@ -56,15 +56,17 @@ async def search_tools(gw: Gateway, principal: Principal, query: str, limit: int
     """
     with tracing.span(
         "search_tools", {tracing.OPERATION: "search_tools", tracing.MEMBER: principal.member}
-    ) as step:
+    ) as span:
         answer = await _search(gw, principal, query, limit)
-        step.set("toolcrib.search.results", len(answer.get("results") or ()))
-        step.outcome("ok")
+        span.set("toolcrib.search.results", len(answer.get("results") or ()))
+        span.outcome("ok")
         return answer
 
 
 async def _search(gw: Gateway, principal: Principal, query: str, limit: int) -> dict[str, Any]:
-    """The steps of ``search_tools``, each a span of its own when traces are on (never the query)."""
+    """The steps of ``search_tools``. With traces on, the catalog poll, the query's encoding and the
+    ranking (its visibility and answer-or-empty gates) are spans, the handles' write a database
+    span naming its step; none carries the query."""
     truncated = len(query) > MAX_QUERY_CHARACTERS
     query = query[:MAX_QUERY_CHARACTERS]
     require_execute(principal)
@@ -85,9 +87,8 @@ async def _search(gw: Gateway, principal: Principal, query: str, limit: int) -> 
         visible=lambda name: where(name) == "visible",
         withheld=lambda name: where(name) == "restricted",
     )
-    with tracing.span("search.cards", {"toolcrib.search.hits": len(found.hits)}):
-        cards, pinned = await _cards_for(gw, policy, found.hits)
-    with tracing.span("search.handles"):
+    cards, pinned = await _cards_for(gw, policy, found.hits)
+    with tracing.step("search.handles"):  # the handles' write is a database span naming this step
         handles = await issue_handles(gw, principal, pinned)
     for card, handle in zip(cards, handles, strict=True):
         card["action_id"] = handle

@@ -76,7 +76,8 @@ class Authenticated:
         header = request.headers.get("authorization", "")
         token = header[7:].strip() if header.lower().startswith("bearer ") else None
         try:
-            principal = await authenticate(request.app.state.gateway, token)
+            with tracing.step("authenticate"):  # its token read is a database span naming the step
+                principal = await authenticate(request.app.state.gateway, token)
         except Unauthenticated as exc:
             metadata_url = self._settings.resource_url + METADATA_PATH
             error = "invalid_token" if token else None

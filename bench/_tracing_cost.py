@@ -1,0 +1,127 @@
+"""What traces cost on the hot path (#24, R-14.2): ``bench/overhead.py --tracing``.
+
+Two ``toolcrib serve`` processes, alike but for the standard ``OTEL_*`` variables: **off** has none,
+**on** exports over OTLP/HTTP to a local receiver (``tests/fixtures/otlp_receiver.py``, decoding
+every request as a collector would) with the SDK's default batching. Each has its own SQLite
+database with the fixture server connected over HTTP. Each round runs ``--calls`` sequential
+``execute_tool`` calls by handle on off, then on; the medians of their p50 (and p90) over the
+rounds, and the ratio on/off, in the same run. The spans the receiver got per call are counted,
+so a run where nothing was exported cannot pass for a cheap one.
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from _procs import free_port, stop, wait_http
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+ROUNDS = 3
+
+
+async def tracing_rows(args: Any, tmp: Path) -> dict[str, Any]:
+    """``{"p50_ms_off", "p50_ms_on", "ratio_p50", ..., "spans_per_call"}``."""
+    from tests.fixtures.otlp_receiver import running_receiver
+
+    import overhead
+
+    fixture, upstream = overhead._start_fixture()
+    gateways: list[subprocess.Popen[bytes]] = []
+    try:
+        with running_receiver() as receiver:
+            sides = {}
+            for name, otel in (("off", {}), ("on", {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url})):
+                db = f"sqlite:///{tmp / f'tracing-{name}.db'}"
+                token = overhead._cli(db, "init")["token"]
+                overhead._cli(db, "connections", "add", "desk", "--connector", "Helpdesk", "--url", upstream)
+                proc, base = _start_gateway(db, otel, tmp / f"tracing-{name}.log")
+                gateways.append(proc)
+                handle = await overhead._handle(base, token, "echo a message back", "desk__echo_message")
+                sides[name] = (base, token, handle)
+            return await _rounds(sides, args.calls, receiver)
+    finally:
+        for proc in gateways:
+            stop(proc)
+        stop(fixture)
+
+
+def _start_gateway(db: str, otel: dict[str, str], log_path: Path) -> tuple[subprocess.Popen[bytes], str]:
+    import overhead
+
+    port = free_port()
+    env = {**overhead._env(), "TOOLCRIB_LOG_LEVEL": "WARNING", "TOOLCRIB_SEMANTIC": "false"}
+    env = {k: v for k, v in env.items() if not k.startswith("OTEL_")} | otel
+    cmd = [sys.executable, "-m", "toolcrib.cli", "serve", "--port", str(port), "--database", db]
+    with open(log_path, "ab") as log:
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=log)
+    base = f"http://127.0.0.1:{port}"
+    wait_http(base + "/healthz", proc)
+    return proc, base
+
+
+async def _rounds(sides: dict[str, tuple[str, str, str]], calls: int, receiver: Any) -> dict[str, Any]:
+    import overhead
+
+    p50s: dict[str, list[float]] = {"off": [], "on": []}
+    p90s: dict[str, list[float]] = {"off": [], "on": []}
+    async with (
+        overhead._http_client(sides["off"][0] + "/mcp", sides["off"][1]) as off,
+        overhead._http_client(sides["on"][0] + "/mcp", sides["on"][1]) as on,
+    ):
+        clients = {"off": off, "on": on}
+        for _ in range(ROUNDS):
+            for name in ("off", "on"):
+                arguments = {"action_id": sides[name][2], "arguments": {"message": "hi"}}
+                client = clients[name]
+
+                async def call(client: Any = client, arguments: dict[str, Any] = arguments) -> Any:
+                    return overhead._checked(await client.call_tool("execute_tool", arguments))
+
+                run = await overhead._sequential(call, calls)
+                p50s[name].append(run["p50_ms"])
+                p90s[name].append(run["p90_ms"])
+    on_calls = ROUNDS * (calls + 10)  # with each round's warm-up
+    spans = receiver.wait_for(lambda got: len(_executions(got)) >= on_calls, timeout=60)
+    executions = _executions(spans)
+    in_executions = sum(1 for s in spans if s.trace_id in executions)
+    p50 = {name: statistics.median(values) for name, values in p50s.items()}
+    p90 = {name: statistics.median(values) for name, values in p90s.items()}
+    return {
+        "p50_ms_off": round(p50["off"], 3),
+        "p50_ms_on": round(p50["on"], 3),
+        "ratio_p50": round(p50["on"] / p50["off"], 3),
+        "p90_ms_off": round(p90["off"], 3),
+        "p90_ms_on": round(p90["on"], 3),
+        "ratio_p90": round(p90["on"] / p90["off"], 3),
+        "spans_per_call": round(in_executions / len(executions), 1),
+        "rounds": {"p50_ms": p50s, "p90_ms": p90s},
+        "calls_per_round": calls,
+        "exporter": "OTLP/HTTP (protobuf) to a local receiver, the SDK's default batching",
+    }
+
+
+def _executions(spans: list[Any]) -> set[str]:
+    """The trace ids of the ``execute_tool`` calls the receiver got."""
+    return {s.trace_id for s in spans if s.name == "execute_tool"}
+
+
+def table(rows: dict[str, Any]) -> str:
+    return "\n".join(
+        [
+            "| execute_tool (handle, HTTP upstream) | p50 | p90 |",
+            "|---|---|---|",
+            f"| traces off (no OTEL_* variables) | {rows['p50_ms_off']} ms | {rows['p90_ms_off']} ms |",
+            f"| traces on (OTLP/HTTP, local receiver) | {rows['p50_ms_on']} ms | {rows['p90_ms_on']} ms |",
+            f"| on / off | {rows['ratio_p50']} | {rows['ratio_p90']} |",
+            "",
+            f"{rows['spans_per_call']} spans exported per call; medians of {ROUNDS} rounds of "
+            f"{rows['calls_per_round']} sequential calls on each side",
+        ]
+    )
