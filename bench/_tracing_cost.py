@@ -5,8 +5,10 @@ Two ``toolcrib serve`` processes, alike but for the standard ``OTEL_*`` variable
 every request as a collector would) with the SDK's default batching. Each has its own SQLite
 database with the fixture server connected over HTTP. Each round runs ``--calls`` sequential
 ``execute_tool`` calls by handle on off, then on; the medians of their p50 (and p90) over the
-rounds, and the ratio on/off, in the same run. The spans the receiver got per call are counted,
-so a run where nothing was exported cannot pass for a cheap one.
+rounds, and the ratio on/off, in the same run; and each gateway's CPU time per call (utime+stime
+from /proc, the exporter's thread included), which a loaded machine's noise moves less. The spans
+the receiver got per call are counted, so a run where nothing was exported cannot pass for a cheap
+one.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from _procs import free_port, stop, wait_http
+from _procs import cpu_seconds, free_port, stop, wait_http
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -44,7 +46,7 @@ async def tracing_rows(args: Any, tmp: Path) -> dict[str, Any]:
                 proc, base = _start_gateway(db, otel, tmp / f"tracing-{name}.log")
                 gateways.append(proc)
                 handle = await overhead._handle(base, token, "echo a message back", "desk__echo_message")
-                sides[name] = (base, token, handle)
+                sides[name] = (base, token, handle, proc.pid)
             return await _rounds(sides, args.calls, receiver)
     finally:
         for proc in gateways:
@@ -66,11 +68,12 @@ def _start_gateway(db: str, otel: dict[str, str], log_path: Path) -> tuple[subpr
     return proc, base
 
 
-async def _rounds(sides: dict[str, tuple[str, str, str]], calls: int, receiver: Any) -> dict[str, Any]:
+async def _rounds(sides: dict[str, tuple[str, str, str, int]], calls: int, receiver: Any) -> dict[str, Any]:
     import overhead
 
     p50s: dict[str, list[float]] = {"off": [], "on": []}
     p90s: dict[str, list[float]] = {"off": [], "on": []}
+    cpu: dict[str, list[float]] = {"off": [], "on": []}
     async with (
         overhead._http_client(sides["off"][0] + "/mcp", sides["off"][1]) as off,
         overhead._http_client(sides["on"][0] + "/mcp", sides["on"][1]) as on,
@@ -84,7 +87,9 @@ async def _rounds(sides: dict[str, tuple[str, str, str]], calls: int, receiver: 
                 async def call(client: Any = client, arguments: dict[str, Any] = arguments) -> Any:
                     return overhead._checked(await client.call_tool("execute_tool", arguments))
 
+                cpu0 = cpu_seconds(sides[name][3])
                 run = await overhead._sequential(call, calls)
+                cpu[name].append(round((cpu_seconds(sides[name][3]) - cpu0) * 1000 / (calls + 10), 3))
                 p50s[name].append(run["p50_ms"])
                 p90s[name].append(run["p90_ms"])
     on_calls = ROUNDS * (calls + 10)  # with each round's warm-up
@@ -93,6 +98,7 @@ async def _rounds(sides: dict[str, tuple[str, str, str]], calls: int, receiver: 
     in_executions = sum(1 for s in spans if s.trace_id in executions)
     p50 = {name: statistics.median(values) for name, values in p50s.items()}
     p90 = {name: statistics.median(values) for name, values in p90s.items()}
+    cpu_ms = {name: statistics.median(values) for name, values in cpu.items()}
     return {
         "p50_ms_off": round(p50["off"], 3),
         "p50_ms_on": round(p50["on"], 3),
@@ -100,8 +106,11 @@ async def _rounds(sides: dict[str, tuple[str, str, str]], calls: int, receiver: 
         "p90_ms_off": round(p90["off"], 3),
         "p90_ms_on": round(p90["on"], 3),
         "ratio_p90": round(p90["on"] / p90["off"], 3),
+        "gateway_cpu_ms_per_call_off": round(cpu_ms["off"], 3),
+        "gateway_cpu_ms_per_call_on": round(cpu_ms["on"], 3),
+        "ratio_gateway_cpu": round(cpu_ms["on"] / cpu_ms["off"], 3),
         "spans_per_call": round(in_executions / len(executions), 1),
-        "rounds": {"p50_ms": p50s, "p90_ms": p90s},
+        "rounds": {"p50_ms": p50s, "p90_ms": p90s, "gateway_cpu_ms_per_call": cpu},
         "calls_per_round": calls,
         "exporter": "OTLP/HTTP (protobuf) to a local receiver, the SDK's default batching",
     }
@@ -115,11 +124,13 @@ def _executions(spans: list[Any]) -> set[str]:
 def table(rows: dict[str, Any]) -> str:
     return "\n".join(
         [
-            "| execute_tool (handle, HTTP upstream) | p50 | p90 |",
-            "|---|---|---|",
-            f"| traces off (no OTEL_* variables) | {rows['p50_ms_off']} ms | {rows['p90_ms_off']} ms |",
-            f"| traces on (OTLP/HTTP, local receiver) | {rows['p50_ms_on']} ms | {rows['p90_ms_on']} ms |",
-            f"| on / off | {rows['ratio_p50']} | {rows['ratio_p90']} |",
+            "| execute_tool (handle, HTTP upstream) | p50 | p90 | gateway CPU per call |",
+            "|---|---|---|---|",
+            f"| traces off (no OTEL_* variables) | {rows['p50_ms_off']} ms | {rows['p90_ms_off']} ms "
+            f"| {rows['gateway_cpu_ms_per_call_off']} ms |",
+            f"| traces on (OTLP/HTTP, local receiver) | {rows['p50_ms_on']} ms | {rows['p90_ms_on']} ms "
+            f"| {rows['gateway_cpu_ms_per_call_on']} ms |",
+            f"| on / off | {rows['ratio_p50']} | {rows['ratio_p90']} | {rows['ratio_gateway_cpu']} |",
             "",
             f"{rows['spans_per_call']} spans exported per call; medians of {ROUNDS} rounds of "
             f"{rows['calls_per_round']} sequential calls on each side",
