@@ -4,11 +4,11 @@ Two ``toolcrib serve`` processes, alike but for the standard ``OTEL_*`` variable
 **on** exports over OTLP/HTTP to a local receiver (``tests/fixtures/otlp_receiver.py``, decoding
 every request as a collector would) with the SDK's default batching. Each has its own SQLite
 database with the fixture server connected over HTTP. Each round runs ``--calls`` sequential
-``execute_tool`` calls by handle on off, then on; the medians of their p50 (and p90) over the
-rounds, and the ratio on/off, in the same run; and each gateway's CPU time per call (utime+stime
-from /proc, the exporter's thread included), which a loaded machine's noise moves less. The spans
-the receiver got per call are counted, so a run where nothing was exported cannot pass for a cheap
-one.
+``execute_tool`` calls by handle on each, interleaved (one off, one on), so both meet the same
+moments of a loaded machine. Reported: the medians of their p50 (and p90) over the rounds and the
+ratio on/off, in the same run; each gateway's CPU time per call (utime+stime from /proc, the
+exporter's thread included); and the spans the receiver got per call, so a run where nothing was
+exported cannot pass for a cheap one.
 """
 
 from __future__ import annotations
@@ -78,18 +78,13 @@ async def _rounds(sides: dict[str, tuple[str, str, str, int]], calls: int, recei
         overhead._http_client(sides["off"][0] + "/mcp", sides["off"][1]) as off,
         overhead._http_client(sides["on"][0] + "/mcp", sides["on"][1]) as on,
     ):
-        clients = {"off": off, "on": on}
+        calls_of = {name: _caller(client, sides[name][2]) for name, client in (("off", off), ("on", on))}
         for _ in range(ROUNDS):
-            for name in ("off", "on"):
-                arguments = {"action_id": sides[name][2], "arguments": {"message": "hi"}}
-                client = clients[name]
-
-                async def call(client: Any = client, arguments: dict[str, Any] = arguments) -> Any:
-                    return overhead._checked(await client.call_tool("execute_tool", arguments))
-
-                cpu0 = cpu_seconds(sides[name][3])
-                run = await overhead._sequential(call, calls)
-                cpu[name].append(round((cpu_seconds(sides[name][3]) - cpu0) * 1000 / (calls + 10), 3))
+            cpu0 = {name: cpu_seconds(sides[name][3]) for name in calls_of}
+            samples = await _interleaved(calls_of, calls)
+            for name, taken in samples.items():
+                cpu[name].append(round((cpu_seconds(sides[name][3]) - cpu0[name]) * 1000 / (calls + 10), 3))
+                run = overhead._percentiles(taken)
                 p50s[name].append(run["p50_ms"])
                 p90s[name].append(run["p90_ms"])
     on_calls = ROUNDS * (calls + 10)  # with each round's warm-up
@@ -114,6 +109,35 @@ async def _rounds(sides: dict[str, tuple[str, str, str, int]], calls: int, recei
         "calls_per_round": calls,
         "exporter": "OTLP/HTTP (protobuf) to a local receiver, the SDK's default batching",
     }
+
+
+def _caller(client: Any, action: str) -> Any:
+    import overhead
+
+    arguments = {"action_id": action, "arguments": {"message": "hi"}}
+
+    async def call() -> Any:
+        return overhead._checked(await client.call_tool("execute_tool", arguments))
+
+    return call
+
+
+async def _interleaved(calls_of: dict[str, Any], calls: int) -> dict[str, list[float]]:
+    """``calls`` calls on each side, one off then one on, the order swapped every other pair, so
+    both sides meet the same moments of a loaded machine (after 10 warm-up calls each)."""
+    import time
+
+    for call in calls_of.values():
+        for _ in range(10):
+            await call()
+    samples: dict[str, list[float]] = {name: [] for name in calls_of}
+    names = list(calls_of)
+    for i in range(calls):
+        for name in names if i % 2 == 0 else reversed(names):
+            t0 = time.perf_counter()
+            await calls_of[name]()
+            samples[name].append(time.perf_counter() - t0)
+    return samples
 
 
 def _executions(spans: list[Any]) -> set[str]:
