@@ -17,6 +17,9 @@ Same run, same machine, loopback only:
   gateway's own authorization server, cost ``execute_tool`` against a personal token with neither
   (``bench/_governance_cost.py``), on SQLite and, with ``--postgres``, on PostgreSQL.
 
+- ``--tracing`` (alone): ``execute_tool`` with traces exported over OTLP/HTTP to a local receiver
+  against the same gateway without ``OTEL_*`` variables, p50 ratio (``bench/_tracing_cost.py``).
+
 - ContextForge, when ``TOOLCRIB_BENCH_CONTEXTFORGE_VENV`` names a venv that holds it
   (``bench/_contextforge.py``): its stateful and its stateless mode on the same upstream,
   sequential and 16 clients, its CPU per call, start-up and idle RSS; otherwise the report says
@@ -491,6 +494,21 @@ def _governance_only(args: argparse.Namespace) -> None:
     print(_governance_cost.table(rows))
 
 
+def _tracing_only(args: argparse.Namespace) -> None:
+    """``--tracing``: the p50 of ``execute_tool`` with traces on against off (#24)."""
+    import _tracing_cost
+
+    tmp = Path(tempfile.mkdtemp(prefix="tc-tracing-"))
+    try:
+        rows = anyio.run(_tracing_cost.tracing_rows, args, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    out = args.out.with_name("tracing.json") if args.out == OUT else args.out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(rows, indent=2, sort_keys=True) + "\n")
+    print(_tracing_cost.table(rows))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--calls", type=int, default=300, help="sequential calls per side")
@@ -503,9 +521,17 @@ def main() -> None:
         help="only what a rate limit with pins and an OAuth grant cost execute_tool (p50 against neither)",
     )
     parser.add_argument("--postgres", action="store_true", help="with --governance: PostgreSQL too")
+    parser.add_argument(
+        "--tracing",
+        action="store_true",
+        help="only what traces exported over OTLP/HTTP cost execute_tool (p50 against none)",
+    )
     args = parser.parse_args()
     if args.governance:
         _governance_only(args)
+        return
+    if args.tracing:
+        _tracing_only(args)
         return
     report = anyio.run(run, args)
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from toolcrib import tracing
 from toolcrib.addresses import AddressPolicy
 from toolcrib.auth.tokens import new_instance_id
 from toolcrib.catalog.records import ExactRecord, canonical_json
@@ -296,6 +297,10 @@ class Gateway:
         now = time.monotonic()
         if not force and now - self._last_poll < self.settings.catalog_poll_seconds:
             return
+        with tracing.child_span("catalog.poll"):  # a poll that reads the store, in a traced call
+            await self._poll(now, wait)
+
+    async def _poll(self, now: float, wait: bool) -> None:
         if not wait and self._upstreams is not None:
             synced = self._synced or self._poll_behind(self._upstreams)
             with anyio.move_on_after(_SEARCH_WAITS_FOR_SYNC):

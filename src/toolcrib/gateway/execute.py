@@ -11,6 +11,7 @@ from typing import Any
 
 import anyio
 
+from toolcrib import tracing
 from toolcrib.catalog.arguments import check_required, map_arguments, merge_frozen
 from toolcrib.catalog.records import ExactRecord
 from toolcrib.catalog.validation import validate_arguments
@@ -65,7 +66,25 @@ async def execute_tool(
 
     ``interaction`` is what the caller's session can carry (progress, log lines, questions); the
     faces without a session (REST, command line) pass none.
+
+    With traces on (R-14.2) the call is a span, the upstream call a client span whose W3C trace
+    context the upstream receives, and each database transaction of a step (the audit row opened
+    and closed, a handle read, a rate-limit bucket, a stored result) a span naming that step; they
+    carry the tool, the account, the member and the outcome, never an argument or a result.
     """
+    with tracing.span("execute_tool", {tracing.MEMBER: principal.member}) as span:
+        return await _execute(gw, principal, span, tool, action_id, arguments, interaction)
+
+
+async def _execute(
+    gw: Gateway,
+    principal: Principal,
+    span: tracing.Span,
+    tool: str | None,
+    action_id: str | None,
+    arguments: Mapping[str, Any] | None,
+    interaction: Interaction | None,
+) -> dict[str, Any]:
     interaction = interaction or Interaction()
     await gw.sync_from_store()
     # 1. resolve: a public name, or a handle (unknown / another member's: not_found; old: handle_expired)
@@ -76,7 +95,8 @@ async def execute_tool(
     pinned_hash: str | None = None
     handle: HandleRow | None = None
     if action_id is not None:
-        handle = await resolve_handle(gw, principal, action_id)
+        with tracing.step("execute.resolve_handle"):
+            handle = await resolve_handle(gw, principal, action_id)
         tool, pinned_hash = handle.public_name, handle.schema_hash
     assert tool is not None
     # 2. tool:execute, the member active and the grant unrevoked (authenticate checked the latter two
@@ -85,6 +105,9 @@ async def execute_tool(
     require_tools_scope(principal)
     # 4. the connection exists and is active
     row, stored = _locate(gw, tool)
+    span.set(tracing.OPERATION, stored.record.public_name)
+    span.set(tracing.ACCOUNT, row.name)
+    span.set(tracing.TOOL, stored.record.name)
     # 5. the tool is in the current catalog and not held (tool_changed, R-13.4); a handle's schema
     #    hash still matches
     if pinned_hash is not None and stored.record.schema_hash != pinned_hash:
@@ -106,14 +129,16 @@ async def execute_tool(
     # 12a. the approval step, where a rule asks for one (#14): who approved, or an in-band answer;
     #      before the final check, so a wait for the member's answer is checked again after it
     target = audit.target_id(exact, secret=hidden.params, secrets=hidden.texts)  # never a secret (R-9.2)
-    approver = await _approval(gw, principal, row, record, risk, exact, hidden, target, interaction)
+    with tracing.step("execute.approval"):
+        approver = await _approval(gw, principal, row, record, risk, exact, hidden, target, interaction)
     # 13. the final outbound check: the resolver again, and the connection still active
     row, stored = _locate(gw, record.public_name)
     require_allowed(
         _decide(principal, row, record.name, (await gw.policy()).rules, "outbound"), record.public_name
     )
     # 13a. the rate limits (R-7.10): a call over one reaches nothing upstream and writes no audit row
-    await limits.check_call(gw, principal, account=row.name, tool=record.name)
+    with tracing.step("execute.rate_limits"):
+        await limits.check_call(gw, principal, account=row.name, tool=record.name)
     # 14. tools/call upstream with a timeout; 15. the audit entry, opened before and closed after
     spec = spec_of(gw, row, principal.member)  # a per-member OAuth connection: the caller's own grant
     secrets = [*secrets_of(gw, spec), *hidden.texts]  # the values this call sent, even if changed since
@@ -122,16 +147,18 @@ async def execute_tool(
     raw = await traced("upstream_call", principal.member, record.public_name, call)
     if handle is not None and not raw.get("isError"):  # its search led here: an example (R-5.12)
         learning.learn_later(gw, principal, handle, account=row.name, tool=record.name)
+    span.outcome("tool_error" if raw.get("isError") else "ok")
     # 16. shape: redaction (the connection's secrets and its secret frozen values), then caps
-    return await shape_and_store(
-        gw,
-        principal,
-        raw,
-        secrets=secrets,
-        operation=record.public_name,
-        account=row.name,
-        connector=row.connector,
-    )
+    with tracing.step("execute.shape"):
+        return await shape_and_store(
+            gw,
+            principal,
+            raw,
+            secrets=secrets,
+            operation=record.public_name,
+            account=row.name,
+            connector=row.connector,
+        )
 
 
 def _validate(record: ExactRecord, exact: dict[str, Any], hidden: CallSecrets) -> None:
@@ -164,30 +191,50 @@ async def _call_audited(
     that cuts the call off closes it ``unknown``, and a process killed mid-call leaves it
     ``pending``, read as ``unknown`` at the next start.
     """
-    entry = await _open_row(gw, principal, row, record, risk, target, approved_by=approver)
+    with tracing.step("execute.audit_open"):
+        entry = await _open_row(gw, principal, row, record, risk, target, approved_by=approver)
     try:
-        session = gw.upstreams.session(spec)
-        raw = await session.call_tool(record.name, exact, relay)
+        raw = await _upstream_call(gw, row, record, exact, spec, relay)
     except InBandError as exc:
         outcome = "timeout" if isinstance(exc, UpstreamTimeout) else "error"
-        await audit.close_entry(gw, entry, outcome=outcome, error_code=exc.code)
+        await _close_row(gw, entry, outcome, exc.code)
         raise
     except anyio.get_cancelled_exc_class():
         with anyio.CancelScope(shield=True):
-            await audit.close_entry(gw, entry, outcome="cancelled", error_code=None)
+            await _close_row(gw, entry, "cancelled", None)
         raise
     except BaseException:
         with anyio.CancelScope(shield=True):
-            await audit.close_entry(gw, entry, outcome="unknown", error_code=None)
+            await _close_row(gw, entry, "unknown", None)
         raise
     is_error = bool(raw.get("isError"))
     # The upstream answered, so the call happened: a cancel landing now must not leave the row
     # open (read as ``unknown``); it is closed with what the upstream said, then the cancel goes on.
     with anyio.CancelScope(shield=True):
-        await audit.close_entry(
-            gw, entry, outcome="error" if is_error else "ok", error_code="tool_error" if is_error else None
-        )
+        await _close_row(gw, entry, "error" if is_error else "ok", "tool_error" if is_error else None)
     return raw
+
+
+async def _upstream_call(
+    gw: Gateway,
+    row: ConnectionRow,
+    record: ExactRecord,
+    exact: dict[str, Any],
+    spec: UpstreamSpec,
+    relay: CallRelay | None,
+) -> dict[str, Any]:
+    """Step 14, a client span: the MCP SDK's ``tools/call`` inside it carries its trace context to
+    the upstream (``_meta``, and the ``traceparent`` header over HTTP; ``upstream.session``)."""
+    attributes = {tracing.ACCOUNT: row.name, tracing.TOOL: record.name, "toolcrib.transport": spec.transport}
+    with tracing.span(f"upstream tools/call {record.name}", attributes, kind="client") as span:
+        raw = await gw.upstreams.session(spec).call_tool(record.name, exact, relay)
+        span.outcome("tool_error" if raw.get("isError") else "ok")
+        return raw
+
+
+async def _close_row(gw: Gateway, entry: AuditEntry, outcome: str, error_code: str | None) -> None:
+    with tracing.step("execute.audit_close"):
+        await audit.close_entry(gw, entry, outcome=outcome, error_code=error_code)
 
 
 async def _open_row(

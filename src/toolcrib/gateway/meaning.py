@@ -29,6 +29,7 @@ from dataclasses import dataclass, replace
 import anyio
 import numpy as np
 
+from toolcrib import tracing
 from toolcrib.search.index import SearchDoc, SearchIndex, SearchResult
 from toolcrib.search.semantic import DIMENSIONS, Encoder, Matrix, doc_text, load_encoder
 from toolcrib.search.usage import PastSearch
@@ -109,18 +110,26 @@ class LiveIndex:
     async def search(
         self, query: str, *, limit: int, visible: Visibility, withheld: Visibility
     ) -> SearchResult:
-        """Rank in a worker thread; the query is encoded there too, before the lock is taken."""
+        """Rank in a worker thread; the query is encoded there too, before the lock is taken.
+
+        Encoding and ranking are a span each (R-14.2; the worker thread runs in the caller's
+        context, so they are the search's children). Ranking holds the visibility gates of the
+        resolver and the answer-or-empty gate: the span says how many tools it answered with."""
 
         def run() -> SearchResult:
             vector = None
             if self._index.semantic:
-                with self._lock:  # the typo corrections the encoder reads come from the index
-                    text = self._index.encoding_text(query)
-                vector = self._index.encode([text])[0]
-            with self._lock:
+                with tracing.span("search.encode"):
+                    with self._lock:  # the typo corrections the encoder reads come from the index
+                        text = self._index.encoding_text(query)
+                    vector = self._index.encode([text])[0]
+            with tracing.span("search.rank") as span, self._lock:
                 found = self._index.search(
                     query, limit=limit, visible=visible, withheld=withheld, query_vector=vector
                 )
+                span.set("toolcrib.search.hits", len(found.hits))
+                span.set("toolcrib.search.restricted", len(found.restricted))
+                span.set("toolcrib.search.answered", bool(found.hits))
             return replace(found, query_vector=vector)
 
         return await anyio.to_thread.run_sync(run)

@@ -6,6 +6,7 @@ from typing import Any
 
 import anyio
 
+from toolcrib import tracing
 from toolcrib.catalog.budget import fit_search_response
 from toolcrib.gateway import learning, reach
 from toolcrib.gateway.core import Gateway, PolicySnapshot
@@ -53,6 +54,19 @@ async def search_tools(gw: Gateway, principal: Principal, query: str, limit: int
     so (``"query_truncated": true``). Ranking (and encoding the query) runs in a worker thread, and
     cards come from the card cache, so no query and no tool holds up the event loop.
     """
+    with tracing.span(
+        "search_tools", {tracing.OPERATION: "search_tools", tracing.MEMBER: principal.member}
+    ) as span:
+        answer = await _search(gw, principal, query, limit)
+        span.set("toolcrib.search.results", len(answer.get("results") or ()))
+        span.outcome("ok")
+        return answer
+
+
+async def _search(gw: Gateway, principal: Principal, query: str, limit: int) -> dict[str, Any]:
+    """The steps of ``search_tools``. With traces on, the catalog poll, the query's encoding and the
+    ranking (its visibility and answer-or-empty gates) are spans, the handles' write a database
+    span naming its step; none carries the query."""
     truncated = len(query) > MAX_QUERY_CHARACTERS
     query = query[:MAX_QUERY_CHARACTERS]
     require_execute(principal)
@@ -75,7 +89,9 @@ async def search_tools(gw: Gateway, principal: Principal, query: str, limit: int
     )
     cards, pinned = await _cards_for(gw, policy, found.hits)
     search = learning.search_row(gw, principal, query, found.query_vector)  # R-5.12
-    for card, handle in zip(cards, await issue_handles(gw, principal, pinned, search), strict=True):
+    with tracing.step("search.handles"):  # the handles' write is a database span naming this step
+        handles = await issue_handles(gw, principal, pinned, search)
+    for card, handle in zip(cards, handles, strict=True):
         card["action_id"] = handle
     flags: dict[str, Any] = {"query_truncated": True} if truncated else {}
     waiting = reauth_notices(gw, principal, policy)

@@ -33,6 +33,7 @@ from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
+from toolcrib import tracing
 from toolcrib.errors import StoreBusy, StoreError
 from toolcrib.settings import async_database_url
 
@@ -186,25 +187,35 @@ class Database:
         ``BEGIN``/``COMMIT`` round trips (a hot-path statement that is atomic by itself, #21).
         Failures are translated as in ``begin``."""
         assert not self.is_sqlite, "autocommit() is for PostgreSQL"
-        try:
-            conn = await (await self.engine.connect()).execution_options(isolation_level="AUTOCOMMIT")
-        except SQLAlchemyError as exc:
-            raise self._translated(exc) from exc
-        try:
-            yield conn
-        except SQLAlchemyError as exc:
-            raise self._translated(exc) from exc
-        finally:
-            with anyio.CancelScope(shield=True):
-                await _quietly_close(conn)
+        with self._span("autocommit"):
+            try:
+                conn = await (await self.engine.connect()).execution_options(isolation_level="AUTOCOMMIT")
+            except SQLAlchemyError as exc:
+                raise self._translated(exc) from exc
+            try:
+                yield conn
+            except SQLAlchemyError as exc:
+                raise self._translated(exc) from exc
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await _quietly_close(conn)
 
     @asynccontextmanager
     async def _transaction(self, begin: str) -> AsyncIterator[AsyncConnection]:
         deadline = time.monotonic() + self.busy_seconds
-        async with self._writer_turn(begin, deadline):
-            conn = await self._connect(begin, deadline)
-            async with self._committed(conn) as live:
-                yield live
+        with self._span("write" if begin != "BEGIN" else "read"):
+            async with self._writer_turn(begin, deadline):
+                conn = await self._connect(begin, deadline)
+                async with self._committed(conn) as live:
+                    yield live
+
+    def _span(self, access: str) -> tracing.SpanScope:
+        """R-14.2: one span per transaction of a traced call (its wait for a write turn included);
+        it names the engine and the kind of access, never a statement or a value."""
+        return tracing.child_span(
+            "db.transaction",
+            {"db.system.name": "sqlite" if self.is_sqlite else "postgresql", "toolcrib.db.access": access},
+        )
 
     @asynccontextmanager
     async def _writer_turn(self, begin: str, deadline: float) -> AsyncIterator[None]:
@@ -322,10 +333,11 @@ class Database:
         turn, the busy retries and the ``StoreBusy``/``StoreError`` answers are those of ``begin``.
         """
         deadline = time.monotonic() + self.busy_seconds
-        async with self._writer_turn("BEGIN IMMEDIATE", deadline):
-            return await self._raw(
-                lambda: self._run_raw(self._writer_connection(), "BEGIN IMMEDIATE", work), deadline
-            )
+        with self._span("write"):
+            async with self._writer_turn("BEGIN IMMEDIATE", deadline):
+                return await self._raw(
+                    lambda: self._run_raw(self._writer_connection(), "BEGIN IMMEDIATE", work), deadline
+                )
 
     async def run_read(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """SQLite only: ``work`` in one read transaction (beside a writer), in a worker thread."""
@@ -341,7 +353,8 @@ class Database:
             finally:
                 self._raw_readers.append(conn)
 
-        return await self._raw(read, deadline)
+        with self._span("read"):
+            return await self._raw(read, deadline)
 
     async def _raw(self, call: Callable[[], T], deadline: float) -> T:
         pause = _FIRST_PAUSE

@@ -28,6 +28,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import CONNECTION_CLOSED
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from toolcrib import tracing
 from toolcrib.addresses import AddressPolicy
 from toolcrib.errors import (
     AddressRefused,
@@ -181,6 +182,10 @@ class UpstreamSession:
         ``relay`` receives the upstream's progress, log lines and questions for this call (see
         :mod:`toolcrib.upstream.relay`). A caller cancelled mid-call cancels the upstream request:
         the SDK sends the upstream ``notifications/cancelled``.
+
+        With traces on (R-14.2), the SDK's own client span wraps the request and puts its W3C trace
+        context in the request's ``_meta`` (``traceparent``), over stdio and HTTP alike; over HTTP
+        the POST carries it as a header too (``tracing.inject_headers``).
         """
         client = await self._ensure()
         self.last_used = time.monotonic()
@@ -388,7 +393,11 @@ class UpstreamSession:
             auth=session_auth(spec.oauth, spec.url or "", auth_needed) if spec.oauth else None,
             headers={"Accept-Encoding": "identity", **spec.headers},
             timeout=httpx2.Timeout(self._call_timeout, read=None),
-            event_hooks={"response": [note_refusal, bound_json_responses(self._max_message)]},
+            event_hooks={
+                # R-14.2: each POST carries its call's W3C trace context (when traces are on)
+                "request": [tracing.inject_headers] if tracing.enabled() else [],
+                "response": [note_refusal, bound_json_responses(self._max_message)],
+            },
         )
         stack.push_async_callback(http.aclose)
         assert spec.url is not None

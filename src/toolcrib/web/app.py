@@ -10,6 +10,7 @@ from contextlib import asynccontextmanager
 from functools import partial
 from typing import Any
 
+import anyio.to_thread
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -20,6 +21,7 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route, Router
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from toolcrib import tracing
 from toolcrib.addresses import guarded_client
 from toolcrib.auth.metadata import protected_resource_metadata, www_authenticate
 from toolcrib.errors import Unauthenticated
@@ -46,6 +48,7 @@ from toolcrib.web.origins import OriginPolicy
 from toolcrib.web.proxies import ForwardedHeaders, TrustedProxies
 from toolcrib.web.rest import METADATA_PATH, openapi_document, rest_routes
 from toolcrib.web.telemetry import Telemetry
+from toolcrib.web.tracing import TraceRequests
 
 __all__ = ["create_app"]
 
@@ -73,7 +76,8 @@ class Authenticated:
         header = request.headers.get("authorization", "")
         token = header[7:].strip() if header.lower().startswith("bearer ") else None
         try:
-            principal = await authenticate(request.app.state.gateway, token)
+            with tracing.step("authenticate"):  # its token read is a database span naming the step
+                principal = await authenticate(request.app.state.gateway, token)
         except Unauthenticated as exc:
             metadata_url = self._settings.resource_url + METADATA_PATH
             error = "invalid_token" if token else None
@@ -115,6 +119,7 @@ class _SessionManagerApp:
 
 def create_app(settings: Settings, *, gateway: Gateway | None = None) -> Starlette:
     """The ASGI app. With ``gateway`` given (tests), the caller owns its lifetime."""
+    traced = tracing.configure()  # R-14.2: only the OTEL_* variables turn traces on
     telemetry = Telemetry()
     provider = Provider(
         base_url=settings.resource_url,
@@ -146,6 +151,8 @@ def create_app(settings: Settings, *, gateway: Gateway | None = None) -> Starlet
                 oidc = getattr(app.state, "oidc", None)  # the identity provider's client, once used
                 if oidc is not None:
                     await oidc.aclose()
+                if traced:  # the spans still buffered leave now (bounded by the flush's timeout)
+                    await anyio.to_thread.run_sync(tracing.flush)
 
     async def resource_metadata(request: Request) -> Response:
         # This gateway is the authorization server of its /mcp (R-7.7); an external issuer's JWTs
@@ -183,6 +190,7 @@ def create_app(settings: Settings, *, gateway: Gateway | None = None) -> Starlet
             admin_mount(),
         ],
         middleware=[
+            *([Middleware(TraceRequests, principal_key=PRINCIPAL_KEY)] if traced else []),
             Middleware(ForwardedHeaders, proxies=TrustedProxies(settings.trusted_proxies)),
             Middleware(RequestLog, principal_key=PRINCIPAL_KEY),
             Middleware(BodyLimit, limit=settings.max_body_bytes),

@@ -5,13 +5,17 @@ organization uses its tools, so they are read with the bar of usage and audit re
 role holds ``usage:read`` or ``audit:read`` (owner, admin, auditor, billing_admin) and the grant
 holds ``mcp:read``. A scraper gets a member of its own (``billing_admin`` or ``auditor``) and a
 token, revocable like any other; there is no separate metrics secret to manage.
+
+A scraper that asks for OpenMetrics (``Accept: application/openmetrics-text``, as Prometheus does
+with exemplar storage on) gets that format, whose latency buckets carry the trace id of an
+observation when traces are on (R-14.2); any other gets the classic text format.
 """
 
 from __future__ import annotations
 
 import anyio.to_thread
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, Router
 
 from toolcrib.auth.metadata import www_authenticate
@@ -22,7 +26,10 @@ from toolcrib.settings import Settings
 from toolcrib.web.rest import METADATA_PATH
 from toolcrib.web.telemetry import Telemetry
 
-__all__ = ["METRICS_PERMISSIONS", "metrics_router", "require_metrics_reader"]
+__all__ = ["METRICS_PERMISSIONS", "OPENMETRICS", "metrics_router", "require_metrics_reader"]
+
+OPENMETRICS = "application/openmetrics-text"
+OPENMETRICS_TYPE = "application/openmetrics-text; version=1.0.0; charset=utf-8"
 
 METRICS_PERMISSIONS = ("usage:read", "audit:read")
 """A grant reads ``/metrics`` when its member's role holds one of these and it holds ``mcp:read``."""
@@ -46,8 +53,9 @@ def metrics_router(settings: Settings, telemetry: Telemetry, principal_key: str)
             return _refusal(exc, settings)
         gw: Gateway = request.app.state.gateway
         telemetry.audit_rows.set(gw.audit_rows_written)
-        text = await anyio.to_thread.run_sync(telemetry.render)  # off the event loop
-        return PlainTextResponse(text, media_type="text/plain; version=0.0.4")
+        wanted = OPENMETRICS in request.headers.get("accept", "")  # exemplars ride only on this format
+        text = await anyio.to_thread.run_sync(telemetry.render, wanted)  # off the event loop
+        return Response(text, media_type=OPENMETRICS_TYPE if wanted else "text/plain; version=0.0.4")
 
     return Router(routes=[Route("/metrics", metrics, methods=["GET"])])
 

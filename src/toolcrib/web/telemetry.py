@@ -17,7 +17,9 @@ from typing import Any
 
 import anyio
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.openmetrics import exposition as openmetrics
 
+from toolcrib import tracing
 from toolcrib.policy.gates import Principal
 from toolcrib.policy.roles import ROLES
 
@@ -165,13 +167,19 @@ class Telemetry:
             outcome.error("internal_error")
             raise
         finally:
-            self.latency.labels(label).observe(time.perf_counter() - started)
+            # R-14.2: the call's trace id beside its latency (an exemplar, in the OpenMetrics text)
+            self.latency.labels(label).observe(time.perf_counter() - started, tracing.exemplar())
             self.requests.labels(label, outcome.code).inc()
             if outcome.code in ("upstream_error", "upstream_timeout"):
                 self.upstream_failures.labels(outcome.code).inc()
 
-    def render(self) -> bytes:
-        """The exposition text; its size is bounded by the closed label sets above."""
+    def render(self, openmetrics_text: bool = False) -> bytes:
+        """The exposition text; its size is bounded by the closed label sets above.
+
+        ``openmetrics_text``: the OpenMetrics format, the one that carries exemplars (the trace id
+        of a latency observation, when traces are on); Prometheus asks for it in ``Accept``."""
+        if openmetrics_text:
+            return bytes(openmetrics.generate_latest(self.registry))  # type: ignore[no-untyped-call]
         return generate_latest(self.registry)
 
 
