@@ -26,7 +26,7 @@ import anyio
 
 from toolcrib.gateway.audit_event import event
 from toolcrib.gateway.audit_sinks import Sink, SinkFailed, sink_names, sinks_for
-from toolcrib.policy.gates import Principal, require_operation
+from toolcrib.policy.gates import Principal, require
 from toolcrib.settings import Settings
 from toolcrib.store import leases as lease_store
 from toolcrib.store import outbox
@@ -142,8 +142,9 @@ async def _quietly(work: Any) -> None:
 
 async def stream_state(gw: Gateway, principal: Principal) -> list[dict[str, Any]]:
     """Per sink: configured here or not, events waiting, the oldest one's age, this process's
-    delivered and failed counts, the last failure's reason; needs ``audit:read``."""
-    require_operation(principal, "audit:read", "search")
+    delivered and failed counts, the last failure's reason; needs ``audit:read`` or ``usage:read``
+    (the readers of ``/metrics``)."""
+    require(principal, ("usage:read", "audit:read"), "read")  # the console's audit page, /metrics
     stream = gw.audit_stream
     backlog = await outbox.backlog(gw.db)
     now = time.time()
