@@ -82,6 +82,7 @@ def valid(events: list[dict[str, Any]]) -> None:
         validator.validate(e)
 
 
+@pytest.mark.usefixtures("on_each_store")
 async def test_r11_4_a_webhook_refusing_its_first_two_deliveries_gets_every_event_signed(
     tmp_path: Path,
 ) -> None:
