@@ -56,9 +56,11 @@ def _count(db_url: str, sql: str) -> int:
 
 
 async def test_r11_4_sink_down_restart_and_refusals_lose_no_event(
-    tmp_path: Path, fixture_http: Process, receiver: WebhookReceiver
+    tmp_path: Path, fixture_http: Process, receiver: WebhookReceiver, store_url: str
 ) -> None:
-    db_url = f"sqlite:///{tmp_path / 'toolcrib.db'}"
+    """On SQLite the restarted process takes the dead one's lease once it expired; on PostgreSQL it
+    takes the dead one's claimed batch once its claim expired."""
+    db_url = store_url
     token = str(cli_json(db_url, "init")["token"])  # type: ignore[index]
     cli(db_url, "connections", "add", "desk", "--connector", "Helpdesk", "--url", fixture_http.url)
     gateway = start_gateway(db_url, _env(receiver), log_path=tmp_path / "gw1.log")
