@@ -91,7 +91,7 @@ class AuditStream:
         while True:
             await anyio.sleep(max(poll, state.next_try_at - time.time()) if state.failing else poll)
             try:
-                if await self._mine(gw, sink):
+                if await outbox.has_due(gw.db, sink.name) and await self._mine(gw, sink):
                     await self.deliver(gw.db, sink)
             except Exception:  # nothing may escape a background task (it would end the gateway)
                 logger.warning("audit stream: the %s round failed", sink.name, exc_info=True)

@@ -30,7 +30,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from toolcrib.store.database import Database
 from toolcrib.store.tables import audit, audit_outbox
 
-__all__ = ["Backlog", "Claimed", "claim", "delivered", "postpone", "sinks_of", "use_sinks"]
+__all__ = ["Backlog", "Claimed", "claim", "delivered", "has_due", "postpone", "sinks_of", "use_sinks"]
 
 _sinks: weakref.WeakKeyDictionary[Database, tuple[str, ...]] = weakref.WeakKeyDictionary()
 
@@ -86,6 +86,14 @@ def add_raw(conn: sqlite3.Connection, db: Database, audit_ids: Sequence[int]) ->
     rows = rows_for(db, audit_ids)
     if rows:
         conn.executemany(_INSERT_SQL, rows)
+
+
+async def has_due(db: Database, sink: str) -> bool:
+    """Whether ``sink`` has an event due now: a read, so an idle poll takes no write lock (SQLite
+    has one for the whole file, which every call's audit write needs)."""
+    due = select(audit_outbox.c.id).where(audit_outbox.c.sink == sink, audit_outbox.c.next_at <= time.time())
+    async with db.read() as conn:
+        return (await conn.execute(due.limit(1))).first() is not None
 
 
 @dataclass(frozen=True, slots=True)
