@@ -10,7 +10,8 @@ or a killed process loses nothing; a batch may arrive twice (the process died af
 deleting), and its events carry the same ``id`` each time: at least once, never silently lost.
 
 On SQLite (one host) one process at a time delivers each sink, under a lease in the database (the
-one housekeeping uses); a process that dies leaves it to expire. Counts (delivered, failures) are
+table housekeeping's lease lives in); a process that dies leaves it to expire. (A drain outlasting
+the lease lets a second process join in: harmless, the claims keep their batches apart.) Counts (delivered, failures) are
 this process's, for ``/metrics``; the backlog is read from the store.
 """
 
@@ -117,13 +118,9 @@ class AuditStream:
                 self.failures[sink.name] += 1
                 state.failing += 1
                 state.last_error = str(exc)
-                state.next_try_at = time.time() + self.backoff(state.failing)
-                logger.warning(
-                    "audit stream: %s failed (%s); retrying in %.1f s",
-                    sink.name,
-                    exc,
-                    self.backoff(state.failing),
-                )
+                delay = self.backoff(state.failing)
+                state.next_try_at = time.time() + delay
+                logger.warning("audit stream: %s failed (%s); retrying in %.1f s", sink.name, exc, delay)
                 await outbox.postpone(db, ids, state.next_try_at)
                 return sent
             await outbox.delivered(db, ids)
