@@ -11,8 +11,8 @@ deleting), and its events carry the same ``id`` each time: at least once, never 
 
 On SQLite (one host) one process at a time delivers each sink, under a lease in the database (the
 table housekeeping's lease lives in); a process that dies leaves it to expire. (A drain outlasting
-the lease lets a second process join in: harmless, the claims keep their batches apart.) Counts (delivered, failures) are
-this process's, for ``/metrics``; the backlog is read from the store.
+the lease lets a second process join in: harmless, the claims keep their batches apart.) Counts
+(delivered, failures) are this process's, for ``/metrics``; the backlog is read from the store.
 """
 
 from __future__ import annotations
