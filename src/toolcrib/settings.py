@@ -250,6 +250,14 @@ class Settings(BaseSettings):
     never one a configured sink has not received yet (R-11.4). Unset: kept forever. Archive
     first with ``toolcrib audit export --since … --until …``."""
 
+    @field_validator("audit_syslog")
+    @classmethod
+    def _host_port(cls, value: str | None) -> str | None:
+        host, sep, port = (value or "").rpartition(":")
+        if value and not (sep and host and port.isdigit() and 0 < int(port) < 65536):
+            raise ValueError("audit_syslog must be host:port")
+        return value
+
     @field_validator("policy_cache_seconds")
     @classmethod
     def _cache_bound(cls, value: float) -> float:

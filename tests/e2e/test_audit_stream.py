@@ -30,12 +30,13 @@ from tests.web.asgi import asgi_client, bearer
 from toolcrib.gateway.audit import record_admin_act
 from toolcrib.gateway.audit_retention import prune_audit
 from toolcrib.gateway.audit_sinks import WebhookSink
-from toolcrib.gateway.audit_stream import stream_state
+from toolcrib.gateway.audit_stream import AuditStream, stream_state
 from toolcrib.gateway.connections import add_connection
 from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.execute import execute_tool
 from toolcrib.gateway.members import operator_principal
 from toolcrib.settings import Settings
+from toolcrib.store import instances
 from toolcrib.store.database import Database
 from toolcrib.store.outbox import add, claim, use_sinks
 from toolcrib.store.tables import audit, audit_outbox
@@ -384,3 +385,37 @@ async def test_r11_4_otlp_logs_reach_the_collector_one_record_per_event(
     finally:
         collector.server.shutdown()
         collector.server.server_close()
+
+
+async def test_r11_4_a_dead_process_call_read_unknown_is_streamed_too(tmp_path: Path) -> None:
+    receiver = WebhookReceiver().start()
+    try:
+        async with open_gateway(settings_for(tmp_path, audit_sink_url=receiver.url, **FAST)) as gw:
+            ghost = instances.Instance(id="ins_ghost", host="elsewhere", pid=1)
+            await instances.register(gw.db, ghost, gw.clock() - 60)
+            async with gw.db.begin() as conn:
+                row = {"started_at": gw.clock() - 50, "member": "m", "grant_id": "g", "account": "a",
+                       "connector": "c", "operation": "a__t", "classification": "read", "approved": True,
+                       "outcome": "pending", "instance": ghost.id}  # fmt: skip
+                written = await conn.execute(audit.insert().values(**row))
+            assert await outbox_rows(gw) == 0  # pending: not final, not streamed
+            assert await gw.recover_orphans() == 1
+            orphan = int(written.inserted_primary_key[0])
+            await until(lambda: orphan in receiver.audit_ids())
+        (found,) = [e for e in receiver.events if e["unmapped"]["audit_id"] == orphan]
+        assert found["status_code"] == "unknown"
+        assert found["status"] == "Unknown"
+        assert found["end_time"] is None
+        valid([found])
+    finally:
+        receiver.stop()
+
+
+def test_r11_4_back_off_doubles_from_its_setting_up_to_its_bound() -> None:
+    stream = AuditStream(Settings(audit_stream_backoff_seconds=0.5, audit_stream_backoff_max_seconds=3))
+    assert [stream.backoff(n) for n in range(1, 6)] == [0.5, 1.0, 2.0, 3.0, 3.0]
+
+
+def test_r11_4_a_syslog_address_without_a_port_is_refused_at_start() -> None:
+    with pytest.raises(ValueError, match="host:port"):
+        Settings(audit_syslog="siem.example.org")

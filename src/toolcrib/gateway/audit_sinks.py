@@ -182,13 +182,23 @@ def sink_names(settings: Settings) -> tuple[str, ...]:
 
 
 def sinks_for(settings: Settings, addresses: AddressPolicy) -> list[Sink]:
-    """The configured sinks, ready to send."""
+    """The configured sinks, ready to send. One that cannot start (the OTLP sink without its
+    package) is left out with an error in the log: its events wait in the outbox, counted on
+    ``/metrics`` and the console, until a process that can deliver them runs."""
     timeout = settings.audit_sink_timeout_seconds
+    makers: dict[str, Any] = {
+        WebhookSink.name: lambda: WebhookSink(
+            settings.audit_sink_url or "", settings.audit_sink_secret, addresses, timeout
+        ),
+        SyslogSink.name: lambda: SyslogSink(settings.audit_syslog or "", timeout),
+        OtlpLogsSink.name: lambda: OtlpLogsSink(timeout),
+    }
     sinks: list[Sink] = []
-    if settings.audit_sink_url:
-        sinks.append(WebhookSink(settings.audit_sink_url, settings.audit_sink_secret, addresses, timeout))
-    if settings.audit_syslog:
-        sinks.append(SyslogSink(settings.audit_syslog, timeout))
-    if settings.audit_otlp_logs:
-        sinks.append(OtlpLogsSink(timeout))
+    for name in sink_names(settings):
+        try:
+            sinks.append(makers[name]())
+        except (ImportError, ValueError) as exc:
+            logger.error(
+                "audit stream: the %s sink cannot start (%s); its events wait in the outbox", name, exc
+            )
     return sinks
