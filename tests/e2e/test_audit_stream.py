@@ -419,3 +419,20 @@ def test_r11_4_back_off_doubles_from_its_setting_up_to_its_bound() -> None:
 def test_r11_4_a_syslog_address_without_a_port_is_refused_at_start() -> None:
     with pytest.raises(ValueError, match="host:port"):
         Settings(audit_syslog="siem.example.org")
+
+
+async def test_r11_4_the_authorization_servers_admin_rows_get_their_outbox_rows(tmp_path: Path) -> None:
+    from toolcrib.store import oauth_server
+
+    db = Database(f"sqlite:///{tmp_path / 'o.db'}")
+    try:
+        await db.migrate()
+        use_sinks(db, ["webhook", "syslog"])
+        await oauth_server.audit_admin(db, member="m", grant_id="g", operation="oauth__refresh_reused",
+                                       error_code="grant_revoked", now=1.0)  # fmt: skip
+        async with db.read() as conn:
+            rows = (await conn.execute(select(audit_outbox.c.sink, audit_outbox.c.event_id))).all()
+        assert sorted(r.sink for r in rows) == ["syslog", "webhook"]
+        assert len({r.event_id for r in rows}) == 1  # one event, one id, for every sink
+    finally:
+        await db.close()
