@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-ROUNDS = 3
+ROUNDS = 5
 
 
 async def stream_rows(args: Any, tmp: Path) -> dict[str, Any]:
@@ -86,6 +86,7 @@ async def _rounds(off: tuple[str, str], on: tuple[str, str], calls: int) -> dict
         "on": await overhead._handle(on[0], on[1], "echo a message back", "desk__echo_message"),
     }
     p50s: dict[str, list[float]] = {"off": [], "on": []}
+    deltas: list[float] = []  # on minus off, call pair by call pair: the shift, noise shared
     async with (
         overhead._http_client(off[0] + "/mcp", off[1]) as off_client,
         overhead._http_client(on[0] + "/mcp", on[1]) as on_client,
@@ -108,11 +109,13 @@ async def _rounds(off: tuple[str, str], on: tuple[str, str], calls: int) -> dict
                     samples[name].append(await call(name))
             for name, values in samples.items():
                 p50s[name].append(round(statistics.median(values) * 1000, 3))
+            deltas.extend(b - a for a, b in zip(samples["off"], samples["on"], strict=True))
     off_p50, on_p50 = statistics.median(p50s["off"]), statistics.median(p50s["on"])
     return {
         "p50_ms_off": round(off_p50, 3),
         "p50_ms_on": round(on_p50, 3),
         "ratio_on": round(on_p50 / off_p50, 3),
+        "paired_delta_ms_median": round(statistics.median(deltas) * 1000, 3),
         "rounds": p50s,
         "calls_per_side": calls,
     }
@@ -218,6 +221,7 @@ def table(rows: dict[str, Any]) -> str:
             f"| {received['distinct_ids']} / {received['events']} / {received['posts']} "
             f"| {rows['drained_after_s']} s |",
             "",
+            f"median of on − off over call pairs (alternating): {rows['paired_delta_ms_median']} ms",
             "a call's audit writes alone (open + close, SQLite, in process): "
             f"p50 {rows['audit_write_p50_us_off']} µs without a sink, "
             f"{rows['audit_write_p50_us_on']} µs with the outbox row",
