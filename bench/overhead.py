@@ -16,6 +16,8 @@ Same run, same machine, loopback only:
 - ``--governance`` (alone): what a rate limit with pinned definitions, and an OAuth grant of the
   gateway's own authorization server, cost ``execute_tool`` against a personal token with neither
   (``bench/_governance_cost.py``), on SQLite and, with ``--postgres``, on PostgreSQL.
+- ``--audit-stream`` (alone): what the audit stream costs ``execute_tool``: a webhook sink (a local
+  receiver) on against no sink, same run (``bench/_stream_cost.py``); every event must arrive.
 
 - ``--tracing`` (alone): ``execute_tool`` with traces exported over OTLP/HTTP to a local receiver
   against the same gateway without ``OTEL_*`` variables, p50 ratio (``bench/_tracing_cost.py``).
@@ -507,6 +509,19 @@ def _tracing_only(args: argparse.Namespace) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(rows, indent=2, sort_keys=True) + "\n")
     print(_tracing_cost.table(rows))
+def _audit_stream_only(args: argparse.Namespace) -> None:
+    """``--audit-stream``: the p50 of ``execute_tool`` with a webhook sink on against off (#24)."""
+    import _stream_cost
+
+    tmp = Path(tempfile.mkdtemp(prefix="tc-stream-"))
+    try:
+        rows = anyio.run(_stream_cost.stream_rows, args, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    out = args.out.with_name("audit_stream.json") if args.out == OUT else args.out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(rows, indent=2, sort_keys=True) + "\n")
+    print(_stream_cost.table(rows))
 
 
 def main() -> None:
@@ -525,8 +540,14 @@ def main() -> None:
         "--tracing",
         action="store_true",
         help="only what traces exported over OTLP/HTTP cost execute_tool (p50 against none)",
+        "--audit-stream",
+        action="store_true",
+        help="only what the audit stream (a webhook sink, a local receiver) costs execute_tool (p50, on/off)",
     )
     args = parser.parse_args()
+    if args.audit_stream:
+        _audit_stream_only(args)
+        return
     if args.governance:
         _governance_only(args)
         return

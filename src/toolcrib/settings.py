@@ -219,6 +219,51 @@ class Settings(BaseSettings):
     oauth_unused_client_days: float = Field(default=7.0, gt=0, le=365)
     """A registered client that never got a grant is forgotten after this many days."""
 
+    # --- the audit stream and retention (R-11.4, #24) ---
+    audit_sink_url: str | None = None
+    """Webhook sink of the audit stream: every final audit entry is POSTed to this URL, in batches,
+    as a JSON array of events (``docs/audit-event.schema.json``), at least once, each with a stable
+    ``id``. The URL passes the outbound address policy like every other fetch. Unset: no webhook."""
+
+    audit_sink_secret: str | None = None
+    """Signs each webhook body: ``X-Toolcrib-Signature: sha256=<hex HMAC-SHA256 of the body>``."""
+
+    audit_syslog: str | None = None
+    """Syslog sink of the audit stream, ``host:port``: one RFC 5424 message per event over TCP,
+    octet-counted (RFC 6587). Unset: no syslog."""
+
+    audit_otlp_logs: bool = False
+    """OTLP logs sink of the audit stream: one log record per event, OTLP/HTTP protobuf to
+    ``OTEL_EXPORTER_OTLP_LOGS_ENDPOINT`` (else ``OTEL_EXPORTER_OTLP_ENDPOINT`` + ``/v1/logs``), with
+    ``OTEL_EXPORTER_OTLP_(LOGS_)HEADERS``. Needs ``pip install 'toolcrib[audit-otlp]'``."""
+
+    audit_sink_timeout_seconds: float = Field(default=10.0, gt=0, le=300)
+    """Timeout of one delivery to a sink; a batch a deliverer claimed is another's to take once
+    three times this has passed without an answer (the deliverer died)."""
+
+    audit_stream_poll_seconds: float = Field(default=1.0, gt=0, le=60)
+    """How often each gateway process looks for audit events to deliver (on SQLite one process
+    at a time delivers, under a lease)."""
+
+    audit_stream_backoff_seconds: float = Field(default=1.0, gt=0, le=3600)
+    """A sink that failed is retried after this long, doubled on each further failure."""
+
+    audit_stream_backoff_max_seconds: float = Field(default=300.0, gt=0, le=86_400)
+    """The longest wait between two attempts at a sink that keeps failing."""
+
+    audit_retention_days: float | None = Field(default=None, gt=0)
+    """Audit entries older than this many days are deleted by housekeeping, in bounded batches,
+    never one a configured sink has not received yet (R-11.4). Unset: kept forever. Archive
+    first with ``toolcrib audit export --since … --until …``."""
+
+    @field_validator("audit_syslog")
+    @classmethod
+    def _host_port(cls, value: str | None) -> str | None:
+        host, sep, port = (value or "").rpartition(":")
+        if value and not (sep and host and port.isdigit() and 0 < int(port) < 65536):
+            raise ValueError("audit_syslog must be host:port")
+        return value
+
     @field_validator("policy_cache_seconds")
     @classmethod
     def _cache_bound(cls, value: float) -> float:

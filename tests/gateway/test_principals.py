@@ -54,6 +54,7 @@ GATEWAY_MACHINERY: dict[tuple[str, str], str] = {
         "sync_connection",
     ): "a connection's catalog sync, started by the upstream or a checked act",
     ("audit", "record_admin_act"): "writes the audit row of an act already decided, naming who acted",
+    ("audit_retention", "prune_audit"): "housekeeping's retention round; takes no caller's input",
     ("grants", "revoke_all"): "revokes a member's grants when a checked act suspended or removed them",
     ("oauth", "binding_of"): "how a checked call reaches its upstream grant",
     ("oauth", "has_grant"): "whether the upstream grant exists, asked by the sync",

@@ -627,14 +627,27 @@ def audit_search(
 def audit_export(
     member: str | None = typer.Option(None, "--member"),
     account: str | None = typer.Option(None, "--account"),
-    since: str | None = typer.Option(None, "--since"),
-    limit: int = typer.Option(1_000_000, "--limit"),
+    since: str | None = typer.Option(None, "--since", help="ISO date/time"),
+    until: str | None = typer.Option(None, "--until", help="ISO date/time"),
+    limit: int | None = typer.Option(None, "--limit", help="At most this many entries (default: all)"),
     database: str | None = DatabaseOption,
 ) -> None:
-    """Export entries as JSON lines, oldest first."""
+    """Export entries as JSON lines, oldest first, streamed a page at a time (archive before
+    retention deletes them, R-11.4)."""
     from toolcrib.gateway import audit
 
-    if limit < 1:
+    if limit is not None and limit < 1:
         raise ConfigError("--limit must be positive")
-    f = _filter(member, account, None, None, since, None, limit)
-    sys.stdout.write(run_as_operator(database, lambda gw, op: audit.export_audit(gw, op, f)))
+    f = _filter(member, account, None, None, since, until, 1)
+
+    async def export(gw: Gateway, op: Principal) -> None:
+        left = limit
+        async for page in audit.stream_audit(gw, op, f):
+            lines = page.splitlines(keepends=True)
+            if left is not None:
+                lines, left = lines[:left], left - min(left, len(lines))
+            sys.stdout.write("".join(lines))
+            if left == 0:
+                return
+
+    run_as_operator(database, export)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Mapping
+from collections.abc import AsyncIterator, Collection, Mapping
 from typing import Any
 
 from toolcrib.gateway.core import Gateway
@@ -12,7 +12,7 @@ from toolcrib.policy.gates import Principal, require_operation
 from toolcrib.store import audit as store
 from toolcrib.store.audit import AuditEntry, AuditFilter
 
-__all__ = ["export_audit", "record_admin_act", "search_audit", "target_id"]
+__all__ = ["export_audit", "record_admin_act", "search_audit", "stream_audit", "target_id"]
 
 _TARGET_MAX = 200
 
@@ -121,6 +121,20 @@ async def search_audit(gw: Gateway, principal: Principal, f: AuditFilter) -> lis
     """Audit entries matching ``f``, newest first (R-11.3); needs ``audit:read``."""
     require_operation(principal, "audit:read", "search")
     return [e.to_json() for e in await store.search(gw.db, f)]
+
+
+_EXPORT_PAGE = 500
+
+
+async def stream_audit(gw: Gateway, principal: Principal, f: AuditFilter) -> AsyncIterator[str]:
+    """Every entry matching ``f`` as JSON lines, oldest first, read a page at a time (an archive
+    before retention deletes them, R-11.4): memory stays one page however long the trail is.
+    ``f.limit`` is ignored. Needs ``audit:read``."""
+    require_operation(principal, "audit:read", "search")
+    after = 0
+    while page := await store.page(gw.db, f, after_id=after, size=_EXPORT_PAGE):
+        yield "".join(json.dumps(e.to_json(), sort_keys=True) + "\n" for e in page)
+        after = page[-1].id or after
 
 
 async def export_audit(gw: Gateway, principal: Principal, f: AuditFilter) -> str:

@@ -27,6 +27,8 @@ from toolcrib.addresses import AddressPolicy
 from toolcrib.auth.tokens import new_instance_id
 from toolcrib.catalog.records import ExactRecord, canonical_json
 from toolcrib.errors import StoreError
+from toolcrib.gateway.audit_retention import prune_audit
+from toolcrib.gateway.audit_stream import AuditStream
 from toolcrib.gateway.buckets import buckets_for
 from toolcrib.gateway.cards import CardCache
 from toolcrib.gateway.examples import LearnedExamples
@@ -50,6 +52,7 @@ from toolcrib.store import leases as lease_store
 from toolcrib.store import limits as limit_store
 from toolcrib.store import notify
 from toolcrib.store import oauth_server as oauth_store
+from toolcrib.store import outbox as outbox_store
 from toolcrib.store import policy as policy_store
 from toolcrib.store import results as result_store
 from toolcrib.store.connections import ConnectionRow, StoredTool
@@ -134,6 +137,8 @@ class Gateway:
         self.buckets = buckets_for(db)  # rate-limit buckets
         self.jwt_verifier: JWTVerifier | None = _jwt_verifier(settings)
         self.audit_rows_written = 0
+        self.audit_stream = AuditStream(settings)  # the audit stream's deliverer (R-11.4, #24)
+        outbox_store.use_sinks(db, self.audit_stream.names)
         self.instance = Instance(id=new_instance_id(), host=socket.gethostname(), pid=os.getpid())
         self._last_poll = -1e18
 
@@ -191,6 +196,8 @@ class Gateway:
                 gateway._upstreams = upstreams
                 upstreams.run_in_background(gateway._heartbeat)
                 upstreams.run_in_background(gateway._housekeeping)
+                if gateway.audit_stream.names:
+                    upstreams.run_in_background(lambda: gateway.audit_stream.run(gateway))
                 if follow_changes:
                     upstreams.run_in_background(gateway._follow_changes)
                 try:
@@ -263,6 +270,7 @@ class Gateway:
             await self.recover_orphans()
             stale_before = self.clock() - 3 * self.settings.heartbeat_seconds
             await instance_store.prune(self.db, self.instance, stale_before=stale_before)
+            await prune_audit(self)  # retention
         return True
 
     async def _follow_changes(self) -> None:

@@ -12,10 +12,11 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 import anyio
-from sqlalchemy import bindparam, insert, select, update
+from sqlalchemy import bindparam, delete, insert, select, update
 
+from toolcrib.store import outbox
 from toolcrib.store.database import Database
-from toolcrib.store.tables import audit
+from toolcrib.store.tables import audit, audit_outbox
 
 __all__ = ["AuditEntry", "AuditFilter"]
 
@@ -140,7 +141,7 @@ class _AuditWriter:
     async def _write(self, batch: list[_Op]) -> None:
         try:
             if self._db.is_sqlite:
-                await self._db.run_write(lambda conn: _write_raw(conn, batch))
+                await self._db.run_write(lambda conn: _write_raw(conn, self._db, batch))
                 return
             async with self._db.begin() as conn:
                 inserts = [(op, op.insert) for op in batch if op.insert is not None]
@@ -152,6 +153,7 @@ class _AuditWriter:
                 closes = [op.close for op in batch if op.close is not None]
                 if closes:
                     await conn.execute(_CLOSE, closes)
+                await outbox.add(conn, self._db, _made_final(batch))  # the stream's rows, same transaction
         except Exception as exc:
             for op in batch:  # every call of the batch answers with the store's error
                 op.error = exc
@@ -160,7 +162,7 @@ class _AuditWriter:
                 op.done = True
 
 
-def _write_raw(conn: sqlite3.Connection, batch: list[_Op]) -> None:
+def _write_raw(conn: sqlite3.Connection, db: Database, batch: list[_Op]) -> None:
     """The batch on SQLite's own driver, inside the transaction ``run_write`` opened."""
     for op in batch:
         if op.insert is not None:
@@ -172,6 +174,14 @@ def _write_raw(conn: sqlite3.Connection, batch: list[_Op]) -> None:
     closes = [op.close for op in batch if op.close is not None]
     if closes:
         conn.executemany(_CLOSE_SQL, closes)
+    outbox.add_raw(conn, db, _made_final(batch))
+
+
+def _made_final(batch: list[_Op]) -> list[int]:
+    """The entries this batch makes final (R-11.4): rows closed, and rows written closed (admin)."""
+    final = [op.entry_id for op in batch if op.insert is not None and op.insert["outcome"] != "pending"]
+    final += [op.close["b_id"] for op in batch if op.close is not None]
+    return [i for i in final if i is not None]
 
 
 _CLOSE_SQL = (
@@ -190,7 +200,13 @@ def _writer(db: Database) -> _AuditWriter:
 
 
 async def search(db: Database, f: AuditFilter) -> list[AuditEntry]:
-    query = select(audit).order_by(audit.c.id.desc()).limit(f.limit)
+    query = _filtered(select(audit).order_by(audit.c.id.desc()).limit(f.limit), f)
+    async with db.read() as conn:
+        rows = (await conn.execute(query)).all()
+    return [AuditEntry(**dict(r._mapping)) for r in rows]
+
+
+def _filtered(query: Any, f: AuditFilter) -> Any:
     for column, value in (
         (audit.c.member, f.member),
         (audit.c.account, f.account),
@@ -203,6 +219,31 @@ async def search(db: Database, f: AuditFilter) -> list[AuditEntry]:
         query = query.where(audit.c.started_at >= f.since)
     if f.until is not None:
         query = query.where(audit.c.started_at <= f.until)
+    return query
+
+
+async def page(db: Database, f: AuditFilter, *, after_id: int, size: int) -> list[AuditEntry]:
+    """Up to ``size`` entries matching ``f`` with an id past ``after_id``, oldest first: an export
+    pages through the table by id, so it holds one page at a time however long the trail is."""
+    query = _filtered(select(audit).where(audit.c.id > after_id).order_by(audit.c.id).limit(size), f)
     async with db.read() as conn:
         rows = (await conn.execute(query)).all()
     return [AuditEntry(**dict(r._mapping)) for r in rows]
+
+
+async def delete_older(db: Database, before: float, *, batch: int) -> int:
+    """Delete up to ``batch`` entries started before ``before`` (R-11.4 retention), in one short
+    transaction; returns how many. Never a pending entry, nor one with an outbox row left (a sink
+    has not received it yet)."""
+    waiting = select(audit_outbox.c.id).where(audit_outbox.c.audit_id == audit.c.id).exists()
+    old = (
+        select(audit.c.id)
+        .where(audit.c.started_at < before, audit.c.outcome != "pending", ~waiting)
+        .order_by(audit.c.id)
+        .limit(batch)
+    )
+    async with db.begin() as conn:
+        ids = list((await conn.execute(old)).scalars())
+        if ids:
+            await conn.execute(delete(audit).where(audit.c.id.in_(ids)))
+    return len(ids)

@@ -9,9 +9,11 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from sqlalchemy import delete, false, insert, or_, select, update
+from sqlalchemy import and_, delete, false, insert, or_, select, update
 
+from toolcrib.store import outbox
 from toolcrib.store.database import Database
+from toolcrib.store.outbox import sinks_of
 from toolcrib.store.tables import audit, instances
 
 __all__ = ["PENDING_OWNERS", "Instance"]
@@ -83,9 +85,12 @@ async def recover_orphans(db: Database, me: Instance, *, stale_before: float) ->
         owned_by_dead = or_(
             audit.c.instance.in_(gone), audit.c.instance.is_(None) if None in dead else false()
         )
-        result = await conn.execute(
-            update(audit).where(audit.c.outcome == "pending", owned_by_dead).values(outcome="unknown")
+        orphaned = and_(audit.c.outcome == "pending", owned_by_dead)
+        final = (
+            list((await conn.execute(select(audit.c.id).where(orphaned))).scalars()) if sinks_of(db) else []
         )
+        result = await conn.execute(update(audit).where(orphaned).values(outcome="unknown"))
+        await outbox.add(conn, db, final)  # now final: streamed like any other
         await conn.execute(delete(instances).where(instances.c.id.in_(gone)))
     return int(result.rowcount)
 

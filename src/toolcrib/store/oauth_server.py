@@ -17,6 +17,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from toolcrib.store import outbox
 from toolcrib.store.database import Database
 from toolcrib.store.members import hash_token
 from toolcrib.store.tables import (
@@ -470,7 +471,7 @@ async def audit_admin(
 ) -> None:
     """An administrative audit row (``kind='admin'``): a grant refused or revoked for abuse."""
     async with db.begin() as conn:
-        await conn.execute(
+        written = await conn.execute(
             insert(audit).values(
                 started_at=now,
                 finished_at=now,
@@ -487,6 +488,7 @@ async def audit_admin(
                 kind="admin",
             )
         )
+        await outbox.add(conn, db, written.inserted_primary_key or ())  # the audit stream (R-11.4)
 
 
 async def purge(db: Database, now: float, unused_clients_before: float) -> None:

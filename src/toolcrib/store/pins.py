@@ -18,6 +18,7 @@ from sqlalchemy import and_, delete, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from toolcrib.catalog.pins import Pin, PinPlan
+from toolcrib.store import outbox
 from toolcrib.store.database import Database
 from toolcrib.store.learning import delete_tool_examples
 from toolcrib.store.notify import CATALOG, announce
@@ -133,6 +134,7 @@ async def decide(
         else:
             values = {"rejected_sha256": pin.offered_sha256}
         await conn.execute(update(tool_pins).where(key).values(**values))
-        await conn.execute(insert(audit).values(**audit_row))
+        written = await conn.execute(insert(audit).values(**audit_row))
+        await outbox.add(conn, db, written.inserted_primary_key or ())  # the audit stream
         await announce(conn, CATALOG)
     return pin

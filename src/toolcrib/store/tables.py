@@ -442,4 +442,19 @@ search_examples = Table(
 # --- #23 end -----------------------------------------------------------------------------------
 
 # --- #24 audit stream (R-11.4) -----------------------------------------------------------------
+# One row per final audit entry and configured sink, written in the transaction that makes the
+# entry final and deleted once that sink took it (the migration 0010 says why this shape).
+audit_outbox = Table(
+    "audit_outbox",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("audit_id", Integer, ForeignKey("audit.id"), nullable=False),  # no cascade: retention waits
+    Column("sink", String(20), nullable=False),  # webhook | syslog | otlp
+    Column("event_id", String(36), nullable=False),  # the event's stable id, the same for every sink
+    Column("created_at", Float, nullable=False),
+    Column("next_at", Float, nullable=False),  # due from then on: back-off, or a deliverer's claim
+    Column("attempts", Integer, nullable=False, default=0, server_default="0"),
+    Index("ix_audit_outbox_due", "sink", "next_at"),
+    Index("ix_audit_outbox_audit_id", "audit_id"),
+)
 # --- #24 end -----------------------------------------------------------------------------------

@@ -13,13 +13,19 @@ observation when traces are on (R-14.2); any other gets the classic text format.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import anyio.to_thread
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, Router
 
 from toolcrib.auth.metadata import www_authenticate
 from toolcrib.errors import InBandError, ScopeRequired
+from toolcrib.gateway.audit_stream import stream_state
 from toolcrib.gateway.core import Gateway
 from toolcrib.policy.gates import Principal, require
 from toolcrib.settings import Settings
@@ -56,8 +62,45 @@ def metrics_router(settings: Settings, telemetry: Telemetry, principal_key: str)
         wanted = OPENMETRICS in request.headers.get("accept", "")  # exemplars ride only on this format
         text = await anyio.to_thread.run_sync(telemetry.render, wanted)  # off the event loop
         return Response(text, media_type=OPENMETRICS_TYPE if wanted else "text/plain; version=0.0.4")
+        text = await anyio.to_thread.run_sync(telemetry.render)  # off the event loop
+        text += await audit_stream_text(gw, principal)  # the audit stream's series (#24)
+        return PlainTextResponse(text, media_type="text/plain; version=0.0.4")
 
     return Router(routes=[Route("/metrics", metrics, methods=["GET"])])
+
+
+async def audit_stream_text(gw: Gateway, principal: Principal) -> bytes:
+    """The audit stream's series (R-11.4, #24), labelled ``sink``: events waiting and the oldest
+    one's age (read from the store: every replica's backlog), and this process's delivered and
+    failed deliveries. Nothing when no sink is configured and nothing waits."""
+    rows = await stream_state(gw, principal)
+    if not rows:
+        return b""
+    families: dict[str, GaugeMetricFamily | CounterMetricFamily] = {
+        "pending": GaugeMetricFamily(
+            "toolcrib_audit_stream_pending", "audit events a sink has still to receive", labels=["sink"]
+        ),
+        "lag_seconds": GaugeMetricFamily(
+            "toolcrib_audit_stream_lag_seconds", "age of the oldest undelivered audit event", labels=["sink"]
+        ),
+        "delivered": CounterMetricFamily(
+            "toolcrib_audit_stream_delivered", "audit events this process delivered", labels=["sink"]
+        ),
+        "failures": CounterMetricFamily(
+            "toolcrib_audit_stream_failures", "failed deliveries of this process", labels=["sink"]
+        ),
+    }
+    for row in rows:
+        for key, family in families.items():
+            family.add_metric([row["sink"]], float(row[key]))
+
+    class _Families(Collector):
+        def collect(self) -> Iterator[Metric]:
+            yield from families.values()
+
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_Families())
+    return generate_latest(registry)
 
 
 def _refusal(exc: InBandError, settings: Settings) -> Response:

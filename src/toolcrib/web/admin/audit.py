@@ -19,6 +19,7 @@ from starlette.routing import Route
 
 from toolcrib.errors import InBandError, InvalidArguments
 from toolcrib.gateway.audit import search_audit
+from toolcrib.gateway.audit_stream import stream_state
 from toolcrib.store.audit import AuditFilter
 from toolcrib.web.admin.handlers import Ctx, builder, error_view, page
 from toolcrib.web.admin.render import allowed
@@ -74,11 +75,13 @@ async def audit_page(ctx: Ctx, *, error: InBandError | None = None, status: int 
     rows: list[dict[str, Any]] = []
     given: dict[str, str] = {}
     more = False
+    stream: list[dict[str, Any]] = []
     try:
         f, given = _filter(ctx.request, number * PAGE_SIZE + 1)
         found = await search_audit(ctx.gw, ctx.principal, f)
         rows = found[(number - 1) * PAGE_SIZE : number * PAGE_SIZE]
         more = len(found) > number * PAGE_SIZE
+        stream = await stream_state(ctx.gw, ctx.principal)  # the audit stream's sinks
     except InBandError as exc:  # a filter that is not a date, or a grant short of its scope
         error, status = exc, status_for(exc.code)
     return ctx.page(
@@ -88,6 +91,7 @@ async def audit_page(ctx: Ctx, *, error: InBandError | None = None, status: int 
         filters=given,
         number=number,
         more=more,
+        stream=stream,
         error=error_view(error),
     )
 
