@@ -509,6 +509,8 @@ def _tracing_only(args: argparse.Namespace) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(rows, indent=2, sort_keys=True) + "\n")
     print(_tracing_cost.table(rows))
+
+
 def _audit_stream_only(args: argparse.Namespace) -> None:
     """``--audit-stream``: the p50 of ``execute_tool`` with a webhook sink on against off (#24)."""
     import _stream_cost
@@ -540,6 +542,8 @@ def main() -> None:
         "--tracing",
         action="store_true",
         help="only what traces exported over OTLP/HTTP cost execute_tool (p50 against none)",
+    )
+    parser.add_argument(
         "--audit-stream",
         action="store_true",
         help="only what the audit stream (a webhook sink, a local receiver) costs execute_tool (p50, on/off)",

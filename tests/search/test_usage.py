@@ -33,7 +33,7 @@ def _past(member: str, at: float = 0.0, seed: int = 0) -> PastSearch:
 def test_r5_12_one_member_makes_at_most_a_fixed_share_of_a_tools_evidence() -> None:
     channel = UsageChannel()
     channel.learn("a__t", [_past("ann", at=i, seed=i) for i in range(MAX_PER_MEMBER)], now=100.0)
-    mean, mass = channel.means(_unit(0), {"a__t": 0}, 1)
+    _, mass = channel.means(_unit(0), {"a__t": 0}, 1)
     assert mass[0] == pytest.approx(MEMBER_SHARE)
     assert MEMBER_SHARE < 0.5
     members = [_past(f"m{i}", seed=i) for i in range(int(FULL_WEIGHT))]
@@ -67,16 +67,21 @@ def test_r5_12_forget_one_tool_or_every_tool() -> None:
     channel.learn("a__t", [_past("ann")], now=0.0)
     channel.learn("a__u", [_past("bob")], now=0.0)
     channel.forget("a__t")
-    assert not channel.examples("a__t") and channel.examples("a__u")
+    assert not channel.examples("a__t")
+    assert channel.examples("a__u")
     channel.forget()
-    assert len(channel) == 0 and not channel
+    assert len(channel) == 0
+    assert not channel
 
 
 def test_r5_12_a_tool_without_past_searches_gets_neutral_evidence() -> None:
     channel = UsageChannel()
     channel.learn("a__t", [_past("ann", seed=1)], now=0.0)
-    usage = channel.evidence(_unit(1), {"a__t": 0, "a__u": 1}, ["a__t", "a__u"].__getitem__, 2, lambda mean: np.arange(2))
-    assert usage.best[0] > 0 and usage.mass[0] > 0
+    usage = channel.evidence(
+        _unit(1), {"a__t": 0, "a__u": 1}, ["a__t", "a__u"].__getitem__, 2, lambda mean: np.arange(2)
+    )
+    assert usage.best[0] > 0
+    assert usage.mass[0] > 0
     assert usage.best[1] == usage.mean[1] == usage.mass[1] == 0.0
 
 

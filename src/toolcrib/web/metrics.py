@@ -18,6 +18,7 @@ from collections.abc import Iterator
 import anyio.to_thread
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.openmetrics import exposition as openmetrics
 from prometheus_client.registry import Collector
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -61,15 +62,15 @@ def metrics_router(settings: Settings, telemetry: Telemetry, principal_key: str)
         telemetry.audit_rows.set(gw.audit_rows_written)
         wanted = OPENMETRICS in request.headers.get("accept", "")  # exemplars ride only on this format
         text = await anyio.to_thread.run_sync(telemetry.render, wanted)  # off the event loop
+        stream = await audit_stream_text(gw, principal, openmetrics_text=wanted)  # the audit stream (#24)
+        if stream:  # OpenMetrics ends with one "# EOF": the stream's series go before it
+            text = text.removesuffix(EOF) + stream if wanted else text + stream
         return Response(text, media_type=OPENMETRICS_TYPE if wanted else "text/plain; version=0.0.4")
-        text = await anyio.to_thread.run_sync(telemetry.render)  # off the event loop
-        text += await audit_stream_text(gw, principal)  # the audit stream's series (#24)
-        return PlainTextResponse(text, media_type="text/plain; version=0.0.4")
 
     return Router(routes=[Route("/metrics", metrics, methods=["GET"])])
 
 
-async def audit_stream_text(gw: Gateway, principal: Principal) -> bytes:
+async def audit_stream_text(gw: Gateway, principal: Principal, *, openmetrics_text: bool = False) -> bytes:
     """The audit stream's series (R-11.4, #24), labelled ``sink``: events waiting and the oldest
     one's age (read from the store: every replica's backlog), and this process's delivered and
     failed deliveries. Nothing when no sink is configured and nothing waits."""
@@ -100,7 +101,12 @@ async def audit_stream_text(gw: Gateway, principal: Principal) -> bytes:
 
     registry = CollectorRegistry(auto_describe=False)
     registry.register(_Families())
+    if openmetrics_text:
+        return bytes(openmetrics.generate_latest(registry))  # type: ignore[no-untyped-call]
     return generate_latest(registry)
+
+
+EOF = b"# EOF\n"
 
 
 def _refusal(exc: InBandError, settings: Settings) -> Response:
