@@ -140,6 +140,7 @@ CURVE_COLUMNS = (
     ("MetaTool hit@3", "metatool", "hit@3"),
     ("MetaTool answered", "metatool", "positives_non_empty"),
     ("MetaTool no-tool empty (MetaTool catalog)", "metatool_no_tool@metatool", "negatives_empty"),
+    ("MetaTool no-tool empty (623 tools)", "metatool_no_tool", "negatives_empty"),
     ("dev hit@1", "intents_dev", "hit@1"),
     ("dev impossible empty", "intents_dev", "negatives_empty"),
     ("LiveMCPBench R@5", "livemcpbench", "r@5"),

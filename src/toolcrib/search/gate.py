@@ -323,11 +323,10 @@ class FittedGate:
             cold = self._decide(replace(evidence, usage=None), candidates(replace(evidence, usage=None)))
             if learned is None or learned.answer or cold is None or not cold.answer:
                 return learned
-            top = int(learned.slots[0])
-            if int(cold.slots[0]) != top or usage.mass[top] <= 0:
+            if usage.mass[int(learned.slots[0])] <= 0:
                 return learned
-            # the cold models answered with the tool the learned ones rank first, and people ran
-            # that tool after searches: a search that found it before still finds it
+            # the cold models answered, and the tool the learned ones rank first is one people ran
+            # after their searches: a search answered before anything was learned stays answered
             keep = learned.ranked >= learned.ranked[0] - self.learned.keep
             return replace(learned, answer=True, keep=keep, probability=cold.probability)
         return self._decide(evidence, slots)
