@@ -75,6 +75,20 @@ def search_speed(data: dict[str, Any]) -> str:
             for k in ("search_tools", "index_search", "bm25s")
         ]
         lines.append(f"| {r['tools']:,} | " + " | ".join(cells) + " |")
+    learned = [r for r in data["search"] if (r.get("with_history") or {}).get("p50_ratio")]
+    if learned:
+        lines += [
+            "",
+            "| tools | past searches learned (per tool) | `search_tools` p50 / p99 with them "
+            "| p50 × without | memory per 100,000 past searches |",
+            "|---|---|---|---|---|",
+        ]
+        for r in learned:
+            h = r["with_history"]
+            lines.append(
+                f"| {r['tools']:,} | {h['examples']:,} ({h['per_tool']}) | {h['p50_ms']:.1f} / "
+                f"{h['p99_ms']:.1f} ms | {h['p50_ratio']:.2f} | {h['bytes_per_100k'] / 1e6:.0f} MB |"
+            )
     load = ", ".join(f"{x:.1f}" for x in data["load_average"])
     lines += ["", f"{data['cpus']} cores, load average {load} at the end of the run."]
     return "\n".join(lines)

@@ -94,6 +94,8 @@ class SearchIndex:
         self._meaning = MeaningChannel() if encoder is not None else None
         self._gate: FittedGate | None = None
         self._usage = UsageChannel()
+        self._layout = 0  # changes whenever a slot is filled or freed
+        self._live: tuple[int, npt.NDArray[np.bool_]] | None = None
 
     @property
     def semantic(self) -> bool:
@@ -161,6 +163,7 @@ class SearchIndex:
             self._docs[slot] = None
             self._fields[slot] = None
             self._free.append(slot)
+            self._layout += 1
             if self._meaning is not None:
                 self._meaning.discard(slot)
         for name in self._labels.pop(account, frozenset()):
@@ -180,6 +183,7 @@ class SearchIndex:
             self._docs.append(doc)
             self._fields.append(fields)
         self._slot_of[doc.public_name] = slot
+        self._layout += 1
         for name in tool_names(doc.name):
             self._tool_names.setdefault(name, set()).add(slot)
         self._exact_names.setdefault(_name_key(doc.name), set()).add(slot)
@@ -342,7 +346,7 @@ class SearchIndex:
             label[self._postings.label.slots(term.word)] = 1.0
         unmatched = sum(weighed.weights[t.word] for t in terms if not t.match.matched and not t.value)
         cosine = vector = None
-        live = np.fromiter((doc is not None for doc in self._docs), dtype=bool, count=size)
+        live = self._live_slots()
         if self._meaning is not None:
             text = _with_corrections(query, terms)
             vector = self.encode([text])[0] if query_vector is None else query_vector
@@ -361,7 +365,15 @@ class SearchIndex:
             terms=len(terms),
             unmatched=unmatched / weighed.total if weighed.total > 0 else 1.0,
         )
-        return with_usage(evidence, self._usage, vector, self._slot_of, self._name_of)
+        return with_usage(evidence, self._usage, vector, self._slot_of, self._name_of, self._layout)
+
+    def _live_slots(self) -> npt.NDArray[np.bool_]:
+        """Which slots hold a tool (computed once per layout of the index)."""
+        if self._live is None or self._live[0] != self._layout:
+            size = len(self._docs)
+            live = np.fromiter((doc is not None for doc in self._docs), dtype=bool, count=size)
+            self._live = (self._layout, live)
+        return self._live[1]
 
     def _weigh(self, query: str) -> tuple[Weighed, tuple[Vector, Vector], list[QueryTerm]] | None:
         options = self._options

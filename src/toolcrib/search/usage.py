@@ -18,7 +18,9 @@ learned". ``mean`` is one matrix product over the tools that have examples (as c
 meaning channel); ``best`` is computed only for the candidates (``pool``), so a catalog with
 64 examples for each of 10,000 tools does not multiply the query by 640,000 vectors.
 
-The examples are kept as float16 (half the memory; cosines differ from float32 by < 1e-3).
+The examples are kept as float32: as float16 they took half the memory, but converting the
+candidates' examples back for every query cost more than the whole search without history at
+10,000 tools (``bench/search_speed.py`` reports the memory per 100,000 examples).
 """
 
 from __future__ import annotations
@@ -83,7 +85,7 @@ class Usage:
 
 @dataclass(frozen=True, slots=True)
 class _Tool:
-    rows: npt.NDArray[np.float16]  # (examples, dimensions)
+    rows: Matrix  # (examples, dimensions)
     mean: Matrix  # weighted mean of the rows (not normalized: q . mean is the weighted mean cosine)
     mass: float
 
@@ -95,6 +97,7 @@ class UsageChannel:
         self._past: dict[str, tuple[PastSearch, ...]] = {}
         self._tools: dict[str, _Tool] = {}
         self._stacked: tuple[list[str], Matrix] | None = None
+        self._placed: tuple[int, Slots, Vector, Matrix] | None = None  # layout, slots, masses, means
 
     def __len__(self) -> int:
         """Examples held, over every tool."""
@@ -107,7 +110,7 @@ class UsageChannel:
         """Make ``past`` the tool's examples (the newest ``MAX_EXAMPLES``, at most
         ``MAX_PER_MEMBER`` of each member; empty forgets it); ``now`` ages them."""
         kept = _bounded(past)
-        self._stacked = None
+        self._stacked = self._placed = None
         if not kept:
             self._past.pop(public_name, None)
             self._tools.pop(public_name, None)
@@ -117,7 +120,7 @@ class UsageChannel:
 
     def forget(self, public_name: str | None = None) -> None:
         """Drop one tool's examples, or every tool's."""
-        self._stacked = None
+        self._stacked = self._placed = None
         if public_name is None:
             self._past.clear()
             self._tools.clear()
@@ -132,24 +135,37 @@ class UsageChannel:
         """Memory the examples' vectors take (rows and means)."""
         return sum(t.rows.nbytes + t.mean.nbytes for t in self._tools.values())
 
-    def means(self, vector: Matrix, slot_of: Mapping[str, int], size: int) -> tuple[Vector, Vector]:
-        """``(mean, mass)`` per slot for ``vector``: one matrix product over the tools with examples."""
+    def means(
+        self, vector: Matrix, slot_of: Mapping[str, int], size: int, layout: int | None = None
+    ) -> tuple[Vector, Vector]:
+        """``(mean, mass)`` per slot for ``vector``: one matrix product over the tools with examples.
+        Where the tools sit is worked out once per ``layout`` of the index (None: every call)."""
         mean, mass = np.zeros(size), np.zeros(size)
         if not self._tools:
             return mean, mass
+        slots, weights, stacked = self._place(slot_of, size, layout)
+        if not len(slots):
+            return mean, mass
+        mean[slots] = np.round((stacked @ vector).astype(np.float64), 6) * weights
+        mass[slots] = weights
+        return mean, mass
+
+    def _place(
+        self, slot_of: Mapping[str, int], size: int, layout: int | None
+    ) -> tuple[Slots, Vector, Matrix]:
+        if layout is not None and self._placed is not None and self._placed[0] == layout:
+            return self._placed[1], self._placed[2], self._placed[3]
         if self._stacked is None:
             names = sorted(self._tools)
             self._stacked = names, np.stack([self._tools[n].mean for n in names])
         names, stacked = self._stacked
         slots = np.fromiter((slot_of.get(n, -1) for n in names), dtype=np.int64, count=len(names))
         present = (slots >= 0) & (slots < size)
-        if not present.any():
-            return mean, mass
-        weights = np.array([self._tools[n].mass for n in names])
-        cosines = stacked[present] @ vector
-        mean[slots[present]] = np.round(cosines.astype(np.float64), 6) * weights[present]
-        mass[slots[present]] = weights[present]
-        return mean, mass
+        weights = np.array([self._tools[n].mass for n in names])[present]
+        placed = slots[present], weights, np.ascontiguousarray(stacked[present])
+        if layout is not None:
+            self._placed = (layout, *placed)
+        return placed
 
     def evidence(
         self,
@@ -158,19 +174,20 @@ class UsageChannel:
         name_of: Callable[[int], str],
         size: int,
         pool: Callable[[Vector], Slots],
+        layout: int | None = None,
     ) -> Usage:
         """The usage evidence of the query whose unit vector is ``vector``.
 
         ``pool(mean)`` gives the slots to compute ``best`` for (the candidates of the other
         channels and the best by ``mean``)."""
-        mean, mass = self.means(vector, slot_of, size)
+        mean, mass = self.means(vector, slot_of, size, layout)
         best, near = np.zeros(size), np.zeros(size)
         for slot in pool(mean).tolist():
             if mass[slot] <= 0:
                 continue
             tool = self._tools.get(name_of(slot))
             if tool is not None:
-                cosines = np.sort(np.round((tool.rows.astype(np.float32) @ vector).astype(np.float64), 6))
+                cosines = np.sort(np.round((tool.rows @ vector).astype(np.float64), 6))
                 best[slot] = float(cosines[-1]) * mass[slot]
                 near[slot] = float(cosines[-NEAR:].mean()) * mass[slot]
         return Usage(best=best, near=near, mean=mean, mass=mass)
@@ -202,4 +219,4 @@ def _summarize(past: tuple[PastSearch, ...], now: float) -> _Tool:
     )
     mean = (share[:, None] * rows).sum(axis=0) / max(float(share.sum()), 1e-12)
     mass = min(1.0, sum(capped.values()) / FULL_WEIGHT)
-    return _Tool(rows.astype(np.float16), mean.astype(np.float32), mass)
+    return _Tool(np.ascontiguousarray(rows), mean.astype(np.float32), mass)
