@@ -480,50 +480,21 @@ def table(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _governance_only(args: argparse.Namespace) -> None:
-    """``--governance``: the p50 of ``execute_tool`` under a limit with pins, and with an OAuth
-    grant, against a personal token with neither (#21, #22)."""
-    import _governance_cost
+def _only(args: argparse.Namespace, module: str, rows_of: str, name: str) -> None:
+    """Run one cost mode of this bench (``bench/{module}.py``'s ``rows_of``) in a temporary folder,
+    write its rows to ``bench/out/{name}.json`` (or ``--out``) and print its table."""
+    import importlib
 
-    tmp = Path(tempfile.mkdtemp(prefix="tc-governance-"))
+    mode = importlib.import_module(module)
+    tmp = Path(tempfile.mkdtemp(prefix=f"tc-{name}-"))
     try:
-        rows = anyio.run(_governance_cost.governance_rows, args, tmp)
+        rows = anyio.run(getattr(mode, rows_of), args, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    out = args.out.with_name("governance.json") if args.out == OUT else args.out
+    out = args.out.with_name(f"{name}.json") if args.out == OUT else args.out
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(rows, indent=2, sort_keys=True) + "\n")
-    print(_governance_cost.table(rows))
-
-
-def _tracing_only(args: argparse.Namespace) -> None:
-    """``--tracing``: the p50 of ``execute_tool`` with traces on against off (#24)."""
-    import _tracing_cost
-
-    tmp = Path(tempfile.mkdtemp(prefix="tc-tracing-"))
-    try:
-        rows = anyio.run(_tracing_cost.tracing_rows, args, tmp)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    out = args.out.with_name("tracing.json") if args.out == OUT else args.out
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(rows, indent=2, sort_keys=True) + "\n")
-    print(_tracing_cost.table(rows))
-
-
-def _audit_stream_only(args: argparse.Namespace) -> None:
-    """``--audit-stream``: the p50 of ``execute_tool`` with a webhook sink on against off (#24)."""
-    import _stream_cost
-
-    tmp = Path(tempfile.mkdtemp(prefix="tc-stream-"))
-    try:
-        rows = anyio.run(_stream_cost.stream_rows, args, tmp)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    out = args.out.with_name("audit_stream.json") if args.out == OUT else args.out
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(rows, indent=2, sort_keys=True) + "\n")
-    print(_stream_cost.table(rows))
+    print(mode.table(rows))
 
 
 def main() -> None:
@@ -549,14 +520,14 @@ def main() -> None:
         help="only what the audit stream (a webhook sink, a local receiver) costs execute_tool (p50, on/off)",
     )
     args = parser.parse_args()
-    if args.audit_stream:
-        _audit_stream_only(args)
+    if args.audit_stream:  # a webhook sink on against off (#24)
+        _only(args, "_stream_cost", "stream_rows", "audit_stream")
         return
-    if args.governance:
-        _governance_only(args)
+    if args.governance:  # a limit with pins, and an OAuth grant, against a token with neither (#21, #22)
+        _only(args, "_governance_cost", "governance_rows", "governance")
         return
-    if args.tracing:
-        _tracing_only(args)
+    if args.tracing:  # traces on against off (#24)
+        _only(args, "_tracing_cost", "tracing_rows", "tracing")
         return
     report = anyio.run(run, args)
     args.out.parent.mkdir(parents=True, exist_ok=True)
