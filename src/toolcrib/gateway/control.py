@@ -100,13 +100,13 @@ def _conn_views(rows: list[Any]) -> list[dict[str, Any]]:
 
 
 @_op("connections", "list", "List connections.")
-async def _c_list(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
-    return _conn_views(await connections.list_connections(gw, p))
+async def _connections_list(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
+    return _conn_views(await connections.list_connections(gw, caller))
 
 
 @_op("connections", "get", "One connection.", "name", "name")
-async def _c_get(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
-    return connections.connection_view(await connections.get_connection(gw, a["name"], p))
+async def _connections_get(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
+    return connections.connection_view(await connections.get_connection(gw, arguments["name"], caller))
 
 
 @_op(
@@ -116,47 +116,49 @@ async def _c_get(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
     "name connector command:argv url oauth:boolean per_member:boolean client_id client_secret scope pinning",
     "name connector",
 )
-async def _c_create(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
-    client = {k: a.get(k) for k in ("client_id", "client_secret", "scope", "per_member")}
+async def _connections_create(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
+    client = {k: arguments.get(k) for k in ("client_id", "client_secret", "scope", "per_member")}
     row = await connections.add_connection(
         gw,
-        a["name"],
-        connector=a["connector"],
-        command=a.get("command"),
-        url=a.get("url"),
-        oauth=connections.oauth_option(a.get("oauth"), client),
-        actor=p,
-        pinning=a.get("pinning", "accept"),
+        arguments["name"],
+        connector=arguments["connector"],
+        command=arguments.get("command"),
+        url=arguments.get("url"),
+        oauth=connections.oauth_option(arguments.get("oauth"), client),
+        actor=caller,
+        pinning=arguments.get("pinning", "accept"),
     )
     return connections.connection_view(row)
 
 
 @_op("connections", "update", "Relabel a connection.", "name connector", "name connector")
-async def _c_update(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
+async def _connections_update(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
     return connections.connection_view(
-        await connections.update_connection(gw, a["name"], connector=a["connector"], actor=p)
+        await connections.update_connection(
+            gw, arguments["name"], connector=arguments["connector"], actor=caller
+        )
     )
 
 
 @_op("connections", "delete", "Remove a connection.", "name", "name")
-async def _c_delete(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
-    await connections.remove_connection(gw, a["name"], p)
-    return {"removed": a["name"]}
+async def _connections_delete(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
+    await connections.remove_connection(gw, arguments["name"], caller)
+    return {"removed": arguments["name"]}
 
 
 @_op("connections", "refresh", "Re-read its tools.", "name", "name")
-async def _c_refresh(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
-    return connections.connection_view(await connections.refresh_connection(gw, a["name"], p))
+async def _connections_refresh(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
+    return connections.connection_view(await connections.refresh_connection(gw, arguments["name"], caller))
 
 
 @_op("members", "list", "List members.")
-async def _m_list(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
-    return [members.member_view(m) for m in await members.list_members(gw, p)]
+async def _members_list(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
+    return [members.member_view(m) for m in await members.list_members(gw, caller)]
 
 
 @_op("members", "invite", "Add a member.", "name role", "name role")
-async def _m_invite(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
-    return members.member_view(await members.add_member(gw, a["name"], a["role"], p))
+async def _members_invite(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
+    return members.member_view(await members.add_member(gw, arguments["name"], arguments["role"], caller))
 
 
 @_op(
@@ -166,46 +168,46 @@ async def _m_invite(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
     "name role pinned:boolean",
     "name role",
 )
-async def _m_role(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
-    pinned = a.get("pinned", True) is not False
-    await members.set_role(gw, a["name"], a["role"], p, pinned=pinned)
-    return {"name": a["name"], "role": a["role"], "pinned": pinned}
+async def _members_update_role(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
+    pinned = arguments.get("pinned", True) is not False
+    await members.set_role(gw, arguments["name"], arguments["role"], caller, pinned=pinned)
+    return {"name": arguments["name"], "role": arguments["role"], "pinned": pinned}
 
 
 @_op("members", "suspend", "Suspend a member.", "name", "name")
-async def _m_suspend(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
-    await members.suspend_member(gw, a["name"], p)
-    return {"suspended": a["name"]}
+async def _members_suspend(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
+    await members.suspend_member(gw, arguments["name"], caller)
+    return {"suspended": arguments["name"]}
 
 
 @_op("members", "remove", "Remove a member.", "name", "name")
-async def _m_remove(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
-    await members.remove_member(gw, a["name"], p)
-    return {"removed": a["name"]}
+async def _members_remove(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
+    await members.remove_member(gw, arguments["name"], caller)
+    return {"removed": arguments["name"]}
 
 
 @_op("grants", "list", "List grants.", "member")
-async def _g_list(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
-    return await grants.list_grants(gw, p, a.get("member"))
+async def _grants_list(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
+    return await grants.list_grants(gw, caller, arguments.get("member"))
 
 
 @_op("grants", "create", "New access token.", "member scopes", "member")
-async def _g_create(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
+async def _grants_create(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
     grant, token = await members.create_token(
-        gw, a["member"], a.get("scopes") or members.DEFAULT_SCOPES, actor=p
+        gw, arguments["member"], arguments.get("scopes") or members.DEFAULT_SCOPES, actor=caller
     )
     return {"id": grant.id, "token": token}
 
 
 @_op("grants", "revoke", "Revoke a grant.", "id", "id")
-async def _g_revoke(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
-    await grants.revoke_grant(gw, p, a["id"])
-    return {"revoked": a["id"]}
+async def _grants_revoke(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
+    await grants.revoke_grant(gw, caller, arguments["id"])
+    return {"revoked": arguments["id"]}
 
 
 @_op("restrictions", "list", "List rules.")
-async def _r_list(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
-    return [restrictions.rule_view(r) for r in await restrictions.list_restrictions(gw, p)]
+async def _restrictions_list(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
+    return [restrictions.rule_view(r) for r in await restrictions.list_restrictions(gw, caller)]
 
 
 @_op(
@@ -215,30 +217,30 @@ async def _r_list(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
     "effect target_kind target connector account tool",
     "effect target_kind target",
 )
-async def _r_create(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
+async def _restrictions_create(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
     rule = await restrictions.add_restriction(
         gw,
-        effect=str(a["effect"]),
-        target_kind=str(a["target_kind"]),
-        target=str(a["target"]),
-        connector=a.get("connector"),
-        account=a.get("account"),
-        tool=a.get("tool"),
-        actor=p,
+        effect=str(arguments["effect"]),
+        target_kind=str(arguments["target_kind"]),
+        target=str(arguments["target"]),
+        connector=arguments.get("connector"),
+        account=arguments.get("account"),
+        tool=arguments.get("tool"),
+        actor=caller,
     )
     return restrictions.rule_view(rule)
 
 
 @_op("restrictions", "delete", "Delete a rule.", "id", "id")
-async def _r_delete(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
-    await restrictions.remove_restriction(gw, a["id"], p)
-    return {"deleted": a["id"]}
+async def _restrictions_delete(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
+    await restrictions.remove_restriction(gw, arguments["id"], caller)
+    return {"deleted": arguments["id"]}
 
 
 @_op("restrictions", "explain", "Rules deciding a tool.", "user role tool", "tool")
-async def _r_explain(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
+async def _restrictions_explain(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
     return await restrictions.explain_restriction(
-        gw, user=a.get("user"), role=a.get("role"), tool=a["tool"], actor=p
+        gw, user=arguments.get("user"), role=arguments.get("role"), tool=arguments["tool"], actor=caller
     )
 
 
@@ -249,26 +251,34 @@ async def _r_explain(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
     "account tool param value secret:boolean",
     "account tool param value",
 )
-async def _f_set(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
+async def _frozen_set(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
     try:
-        value = json.loads(a["value"])
+        value = json.loads(arguments["value"])
     except (ValueError, RecursionError) as exc:
         raise InvalidArguments(
             "`value` must be JSON text", [{"pointer": "/value", "message": "not JSON text"}]
         ) from exc
-    secret = await restrictions.set_frozen(gw, p, a["account"], a["tool"], a["param"], value, a.get("secret"))
-    return {"frozen": f"{a['account']}__{a['tool']}.{a['param']}", "secret": secret}
+    secret = await restrictions.set_frozen(
+        gw,
+        caller,
+        arguments["account"],
+        arguments["tool"],
+        arguments["param"],
+        value,
+        arguments.get("secret"),
+    )
+    return {"frozen": f"{arguments['account']}__{arguments['tool']}.{arguments['param']}", "secret": secret}
 
 
 @_op("frozen", "unset", "Unfreeze a param.", "account tool param", "account tool param")
-async def _f_unset(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
-    await restrictions.unset_frozen(gw, p, a["account"], a["tool"], a["param"])
-    return {"unfrozen": f"{a['account']}__{a['tool']}.{a['param']}"}
+async def _frozen_unset(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
+    await restrictions.unset_frozen(gw, caller, arguments["account"], arguments["tool"], arguments["param"])
+    return {"unfrozen": f"{arguments['account']}__{arguments['tool']}.{arguments['param']}"}
 
 
 @_op("frozen", "list", "Frozen params.")
-async def _f_list(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
-    return await restrictions.list_frozen(gw, p)
+async def _frozen_list(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
+    return await restrictions.list_frozen(gw, caller)
 
 
 @_op(
@@ -278,21 +288,21 @@ async def _f_list(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
     "risk account role required:boolean",
     "risk",
 )
-async def _ap_set(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
+async def _approvals_set(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
     rules = await approvals.set_approval_rule(
         gw,
-        a["risk"],
-        account=a.get("account"),
-        role=a.get("role"),
-        required=bool(a.get("required", True)),
-        actor=p,
+        arguments["risk"],
+        account=arguments.get("account"),
+        role=arguments.get("role"),
+        required=bool(arguments.get("required", True)),
+        actor=caller,
     )
     return [approvals.rule_view(r) for r in rules]
 
 
 @_op("approvals", "approve", "Approve a held call.", "id", "id")
-async def _ap_approve(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
-    return approvals.approval_view(await approvals.approve(gw, a["id"], p))
+async def _approvals_approve(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
+    return approvals.approval_view(await approvals.approve(gw, arguments["id"], caller))
 
 
 def _whole(value: Any) -> Any:
@@ -306,29 +316,29 @@ def _whole(value: Any) -> Any:
     "Rate limit calls (R-7.10).",
     "member role account tool per_minute:integer per_day:integer",
 )
-async def _l_set(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
+async def _limits_set(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
     rule = await limits.set_limit(
         gw,
-        p,
-        member=a.get("member"),
-        role=a.get("role"),
-        account=a.get("account"),
-        tool=a.get("tool"),
-        per_minute=_whole(a.get("per_minute")),
-        per_day=_whole(a.get("per_day")),
+        caller,
+        member=arguments.get("member"),
+        role=arguments.get("role"),
+        account=arguments.get("account"),
+        tool=arguments.get("tool"),
+        per_minute=_whole(arguments.get("per_minute")),
+        per_day=_whole(arguments.get("per_day")),
     )
     return limits.limit_view(rule)
 
 
 @_op("limits", "list", "List rate limits.")
-async def _l_list(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
-    return [limits.limit_view(r) for r in await limits.list_limits(gw, p)]
+async def _limits_list(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
+    return [limits.limit_view(r) for r in await limits.list_limits(gw, caller)]
 
 
 @_op("limits", "remove", "Remove a rate limit.", "id", "id")
-async def _l_remove(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
-    await limits.remove_limit(gw, p, a["id"])
-    return {"removed": a["id"]}
+async def _limits_remove(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
+    await limits.remove_limit(gw, caller, arguments["id"])
+    return {"removed": arguments["id"]}
 
 
 def _seconds(value: float | None) -> float | None:
@@ -348,16 +358,16 @@ def _seconds(value: float | None) -> float | None:
     "Audit trail; since/until: Unix s.",
     "member account operation outcome since:number until:number",
 )
-async def _a_search(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
+async def _audit_search(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
     f = AuditFilter(
-        member=a.get("member"),
-        account=a.get("account"),
-        operation=a.get("operation"),
-        outcome=a.get("outcome"),
-        since=_seconds(a.get("since")),
-        until=_seconds(a.get("until")),
+        member=arguments.get("member"),
+        account=arguments.get("account"),
+        operation=arguments.get("operation"),
+        outcome=arguments.get("outcome"),
+        since=_seconds(arguments.get("since")),
+        until=_seconds(arguments.get("until")),
     )
-    return await audit.search_audit(gw, p, f)
+    return await audit.search_audit(gw, caller, f)
 
 
 @_op(
@@ -367,40 +377,46 @@ async def _a_search(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
     "result_id offset:integer length:integer",
     "result_id",
 )
-async def _res_read(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
+async def _results_read(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
     return await results.read_result(
-        gw, p, a["result_id"], int(a.get("offset", 0)), int(a.get("length", results.MAX_PAGE))
+        gw,
+        caller,
+        arguments["result_id"],
+        int(arguments.get("offset", 0)),
+        int(arguments.get("length", results.MAX_PAGE)),
     )
 
 
 @_op("tools", "diagnose", "Why a tool is missing.", "name", "name")
-async def _t_diagnose(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
-    return await diagnose.diagnose(gw, p, a["name"])
+async def _tools_diagnose(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
+    return await diagnose.diagnose(gw, caller, arguments["name"])
 
 
 @_op("tools", "changes", "Held tool changes, diffed.", "account")
-async def _t_changes(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
-    return await pins.list_changes(gw, p, a.get("account"))
+async def _tools_changes(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
+    return await pins.list_changes(gw, caller, arguments.get("account"))
 
 
 @_op("tools", "accept", "Accept a change.", "account tool sha256", "account tool")
-async def _t_accept(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
-    return await pins.accept_change(gw, p, a["account"], a["tool"], a.get("sha256"))
+async def _tools_accept(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
+    return await pins.accept_change(
+        gw, caller, arguments["account"], arguments["tool"], arguments.get("sha256")
+    )
 
 
 @_op("tools", "reject", "Keep it held.", "account tool", "account tool")
-async def _t_reject(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
-    return await pins.reject_change(gw, p, a["account"], a["tool"])
+async def _tools_reject(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
+    return await pins.reject_change(gw, caller, arguments["account"], arguments["tool"])
 
 
 @_op("search", "examples", "Learned searches per tool.")
-async def _s_examples(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
-    return await learning.example_counts(gw, p)
+async def _search_examples(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
+    return await learning.example_counts(gw, caller)
 
 
 @_op("search", "forget", "Forget learned searches.", "tool")
-async def _s_forget(gw: Gateway, p: Principal, a: dict[str, Any]) -> Any:
-    return await learning.forget_examples(gw, p, a.get("tool"))
+async def _search_forget(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
+    return await learning.forget_examples(gw, caller, arguments.get("tool"))
 
 
 OPERATIONS: tuple[Operation, ...] = tuple(v for v in dict(globals()).values() if isinstance(v, Operation))
