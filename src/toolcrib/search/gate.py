@@ -336,11 +336,12 @@ class FittedGate:
             return None
         usage = evidence.usage
         if self.learned is not None and usage is not None and bool((usage.mass[slots] > 0).any()):
-            learned = self.learned.decide(evidence)
-            cold = self._decide(replace(evidence, usage=None), candidates(replace(evidence, usage=None)))
-            if learned is None or learned.answer or cold is None or not cold.answer:
+            learned = self.learned._decide(evidence, slots)
+            if learned is None or learned.answer or usage.mass[int(learned.slots[0])] <= 0:
                 return learned
-            if usage.mass[int(learned.slots[0])] <= 0:
+            unlearned = replace(evidence, usage=None)
+            cold = self._decide(unlearned, candidates(unlearned))
+            if cold is None or not cold.answer:
                 return learned
             # the cold models answered, and the tool the learned ones rank first is one people ran
             # after their searches: a search answered before anything was learned stays answered
