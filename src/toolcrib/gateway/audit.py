@@ -12,7 +12,7 @@ from toolcrib.policy.gates import Principal, require_operation
 from toolcrib.store import audit as store
 from toolcrib.store.audit import AuditEntry, AuditFilter
 
-__all__ = ["export_audit", "record_admin_act", "search_audit", "stream_audit", "target_id"]
+__all__ = ["admin_row", "export_audit", "record_admin_act", "search_audit", "stream_audit", "target_id"]
 
 _TARGET_MAX = 200
 
@@ -108,6 +108,38 @@ async def record_admin_act(
     )
     await store.open_entry(gw.db, entry)
     return entry
+
+
+def admin_row(
+    gw: Gateway,
+    principal: Principal,
+    *,
+    account: str,
+    operation: str,
+    classification: str,
+    target: str | None,
+) -> dict[str, Any]:
+    """An administrative act ``principal`` is making, as the closed ``kind='admin'`` audit row a
+    store function writes in the act's own transaction (so the act and its row land together)."""
+    now = gw.clock()
+    row = gw.connections.get(account)
+    entry = AuditEntry(
+        member=principal.member,
+        grant_id=principal.grant_id,
+        account=account,
+        connector=row.connector if row is not None else "",
+        operation=operation,
+        classification=classification,
+        approved=True,
+        target_id=target[:200] if target is not None else None,
+        started_at=now,
+        outcome="ok",
+        finished_at=now,
+        duration_ms=0.0,
+        instance=gw.instance.id,
+        kind="admin",
+    )
+    return {k: v for k, v in entry.to_json().items() if k != "id"}
 
 
 async def close_entry(gw: Gateway, entry: AuditEntry, *, outcome: str, error_code: str | None) -> None:

@@ -360,12 +360,6 @@ def _broken(row: ConnectionRow) -> str | None:
     return f"the stored definition is malformed ({why}): remove the connection and add it again"
 
 
-def _reachable(principal: Principal, row: ConnectionRow, rules: Any) -> bool:
-    return reach.decide(
-        rules, principal, account=row.name, connector=row.connector, where="list_connections"
-    ).allowed
-
-
 def _shown(gw: Gateway, row: ConnectionRow, viewer: Principal) -> ConnectionRow:
     """``row`` as ``viewer`` may read it (R-13.3).
 
@@ -402,7 +396,7 @@ async def list_connections(gw: Gateway, principal: Principal) -> list[Connection
     require_operation(principal, "connections:read", "list")
     rows = [_shown(gw, r, principal) for r in await store.list_connections(gw.db)]
     rules = (await gw.policy()).rules
-    return [r for r in rows if _reachable(principal, r, rules)]
+    return [r for r in rows if reach.lists_connection(rules, principal, r)]
 
 
 async def get_connection(gw: Gateway, name: str, principal: Principal) -> ConnectionRow:
@@ -410,7 +404,7 @@ async def get_connection(gw: Gateway, name: str, principal: Principal) -> Connec
     row = await store.get_connection(gw.db, name)
     if row is not None:
         row = _shown(gw, row, principal)
-    if row is None or not _reachable(principal, row, (await gw.policy()).rules):
+    if row is None or not reach.lists_connection((await gw.policy()).rules, principal, row):
         raise NotFound(f"no connection named {name!r}")
     return row
 

@@ -25,12 +25,12 @@ import numpy as np
 
 from toolcrib.errors import InvalidArguments, NotFound
 from toolcrib.gateway import reach
+from toolcrib.gateway.audit import admin_row
 from toolcrib.gateway.core import Gateway
 from toolcrib.policy.gates import Principal, require_operation
 from toolcrib.search.semantic import Matrix
 from toolcrib.search.usage import MAX_EXAMPLES, MAX_PER_MEMBER
 from toolcrib.store import learning as store
-from toolcrib.store.audit import AuditEntry
 from toolcrib.store.handles import HandleRow
 from toolcrib.store.learning import SearchRow
 
@@ -111,7 +111,7 @@ async def example_counts(gw: Gateway, principal: Principal) -> list[dict[str, An
     return [
         {"tool": c.public_name, "examples": c.examples, "members": c.members, "newest": c.newest}
         for c in await store.count_examples(gw.db)
-        if _reaches(gw, principal, rules, c.public_name.partition("__")[0])
+        if reach.lists_connection(rules, principal, gw.connections.get(c.public_name.partition("__")[0]))
     ]
 
 
@@ -126,36 +126,12 @@ async def forget_examples(gw: Gateway, principal: Principal, tool: str | None) -
                 [{"pointer": "/tool", "message": "not a tool name"}],
             )
         account = tool.partition("__")[0]
-        if not _reaches(gw, principal, (await gw.policy()).rules, account):
+        if not reach.lists_connection((await gw.policy()).rules, principal, gw.connections.get(account)):
             raise NotFound(f"no connected tool named {tool!r}")
-    row = gw.connections.get(account)
-    entry = AuditEntry(
-        member=principal.member,
-        grant_id=principal.grant_id,
-        account=account,
-        connector=row.connector if row is not None else "",
-        operation=f"{gw.settings.control_prefix}__search__forget",
-        classification="destructive",
-        approved=True,
-        target_id=tool[:200] if tool is not None else None,
-        started_at=gw.clock(),
-        outcome="ok",
-        finished_at=gw.clock(),
-        duration_ms=0.0,
-        instance=gw.instance.id,
-        kind="admin",
+    operation = f"{gw.settings.control_prefix}__search__forget"
+    audit_row = admin_row(
+        gw, principal, account=account, operation=operation, classification="destructive", target=tool
     )
-    audit_row = {k: v for k, v in entry.to_json().items() if k != "id"}
     deleted = await store.forget_examples(gw.db, tool, audit_row)
     await gw.learned.forget(tool)
     return {"tool": tool, "forgotten": deleted}
-
-
-def _reaches(gw: Gateway, principal: Principal, rules: Any, account: str) -> bool:
-    """Admins act only on the connections the restriction resolver lets them reach (R-8.4)."""
-    row = gw.connections.get(account)
-    if row is None:
-        return False
-    return reach.decide(
-        rules, principal, account=row.name, connector=row.connector, where="list_connections"
-    ).allowed

@@ -18,11 +18,11 @@ import anyio
 
 from toolcrib.errors import InvalidArguments, NotFound
 from toolcrib.gateway import reach
+from toolcrib.gateway.audit import admin_row
 from toolcrib.gateway.core import Gateway
 from toolcrib.policy.gates import Principal, require_operation
 from toolcrib.store import connections as conn_store
 from toolcrib.store import pins as store
-from toolcrib.store.audit import AuditEntry
 from toolcrib.store.connections import ConnectionRow
 
 __all__ = ["MAX_CHANGES", "accept_change", "list_changes", "reject_change"]
@@ -42,7 +42,7 @@ async def list_changes(gw: Gateway, principal: Principal, account: str | None = 
         await _reachable(gw, principal, account)
     changes = await store.waiting_changes(gw.db, account, MAX_CHANGES)
     rules = (await gw.policy()).rules
-    shown = [c for c in changes if _reaches(principal, gw.connections.get(c.account), rules)]
+    shown = [c for c in changes if reach.lists_connection(rules, principal, gw.connections.get(c.account))]
     return await anyio.to_thread.run_sync(lambda: [_view(c) for c in shown])  # diffs cost CPU
 
 
@@ -68,23 +68,9 @@ async def _decide(
     if stored is None or not stored.held:  # checked in memory first: odd names never reach SQL
         raise NotFound(f"{account}__{tool} has no change waiting; see `tools changes`")
     operation = f"{gw.settings.control_prefix}__tools__{verdict}"
-    entry = AuditEntry(
-        member=principal.member,
-        grant_id=principal.grant_id,
-        account=account,
-        connector=row.connector,
-        operation=operation,
-        classification="write",
-        approved=True,
-        target_id=tool[:200],
-        started_at=gw.clock(),
-        outcome="ok",
-        finished_at=gw.clock(),
-        duration_ms=0.0,
-        instance=gw.instance.id,
-        kind="admin",
+    audit_row = admin_row(
+        gw, principal, account=row.name, operation=operation, classification="write", target=tool
     )
-    audit_row = {k: v for k, v in entry.to_json().items() if k != "id"}
     pin = await store.decide(
         gw.db,
         account,
@@ -118,18 +104,9 @@ async def _reinstall(gw: Gateway, account: str) -> None:
 
 async def _reachable(gw: Gateway, principal: Principal, account: str) -> ConnectionRow:
     row = gw.connections.get(account)
-    if row is None or not _reaches(principal, row, (await gw.policy()).rules):
+    if row is None or not reach.lists_connection((await gw.policy()).rules, principal, row):
         raise NotFound(f"no connection named {account!r}")
     return row
-
-
-def _reaches(principal: Principal, row: ConnectionRow | None, rules: Any) -> bool:
-    """Admins review only the connections the restriction resolver lets them reach (R-8.4)."""
-    if row is None:
-        return False
-    return reach.decide(
-        rules, principal, account=row.name, connector=row.connector, where="list_connections"
-    ).allowed
 
 
 def _pretty(defn: dict[str, Any] | None) -> list[str]:

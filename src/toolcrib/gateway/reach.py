@@ -15,8 +15,9 @@ from toolcrib.policy import restrictions
 from toolcrib.policy.gates import Principal
 from toolcrib.policy.restrictions import Decision
 from toolcrib.policy.rules import Rule
+from toolcrib.store.connections import ConnectionRow
 
-__all__ = ["Path", "decide"]
+__all__ = ["Path", "decide", "lists_connection"]
 
 Path = Literal["list_connections", "connect", "search", "execute", "outbound", "result", "diagnose"]
 
@@ -34,3 +35,13 @@ def decide(
     return restrictions.resolve(
         rules, role=principal.role, member=principal.member, account=account, connector=connector, tool=tool
     )
+
+
+def lists_connection(rules: Sequence[Rule], principal: Principal, row: ConnectionRow | None) -> bool:
+    """Whether ``row`` is among the connections ``principal`` may list: admins read and act only on
+    those (R-8.4); a connection that does not exist (None) is not."""
+    if row is None:
+        return False
+    return decide(
+        rules, principal, account=row.name, connector=row.connector, where="list_connections"
+    ).allowed
