@@ -37,7 +37,7 @@ from opentelemetry.sdk.trace.export import (
 )
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from toolcrib.tracing import ERROR_CODE, OUTCOME, Attribute, Kind
+from toolcrib.trace_attributes import ERROR_CODE, OUTCOME, Attribute, Kind
 
 __all__ = ["LiveSpan", "Tracing", "WithoutText", "start"]
 

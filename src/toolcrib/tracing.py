@@ -20,10 +20,19 @@ import os
 from collections.abc import Mapping, MutableMapping
 from contextvars import ContextVar
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from toolcrib.otlp import Tracing
+from toolcrib.trace_attributes import (
+    ACCOUNT,
+    ERROR_CODE,
+    MEMBER,
+    OPERATION,
+    OUTCOME,
+    STEP,
+    TOOL,
+    Attribute,
+    Kind,
+)
 
 __all__ = [
     "ACCOUNT",
@@ -51,18 +60,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-Kind = Literal["internal", "server", "client"]
-Attribute = str | bool | int | float
-
-# The attribute names a span may carry (and nothing else the code puts there).
-OPERATION = "toolcrib.operation"
-ACCOUNT = "toolcrib.account"
-TOOL = "toolcrib.tool"
-MEMBER = "toolcrib.member"
-OUTCOME = "toolcrib.outcome"
-ERROR_CODE = "toolcrib.error_code"
-STEP = "toolcrib.step"
 
 _EXPORTERS = frozenset({"otlp", "console"})
 
@@ -96,8 +93,29 @@ class _Nothing:
         return None
 
 
+class Backend(Protocol):
+    """What :mod:`toolcrib.otlp` gives once traces are on (its ``Tracing``); named here so that this
+    module needs no import of it until :func:`configure` loads the SDK."""
+
+    def span(
+        self,
+        name: str,
+        attributes: Mapping[str, Attribute] | None,
+        kind: Kind,
+        carrier: Mapping[str, str] | None = None,
+    ) -> SpanScope: ...
+
+    def in_span(self) -> bool: ...
+
+    def inject(self, carrier: MutableMapping[str, str]) -> None: ...
+
+    def exemplar(self) -> dict[str, str] | None: ...
+
+    def flush(self, timeout_seconds: float) -> None: ...
+
+
 NOTHING = _Nothing()
-_live: Tracing | None = None
+_live: Backend | None = None
 _step: ContextVar[str | None] = ContextVar("toolcrib_trace_step", default=None)
 _configured = False
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from toolcrib.catalog import limits
+import toolcrib.catalog.limits as limits
 from toolcrib.catalog._schema import is_open, properties, required, reverse_aliases, type_label
 from toolcrib.catalog.records import ExactRecord
 from toolcrib.catalog.sanitize import sanitize_text, truncate

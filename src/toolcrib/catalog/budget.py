@@ -13,7 +13,7 @@ import json
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from toolcrib.catalog import limits
+import toolcrib.catalog.limits as limits
 
 __all__ = ["compact_json", "fit_search_response", "json_size", "shrink_card"]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
-from toolcrib.catalog import limits
+import toolcrib.catalog.limits as limits
 from toolcrib.catalog._schema import properties, required, type_label
 from toolcrib.catalog.budget import shrink_card
 from toolcrib.catalog.records import ExactRecord

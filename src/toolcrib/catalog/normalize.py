@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from toolcrib.catalog import limits
+import toolcrib.catalog.limits as limits
 from toolcrib.catalog._lures import is_lure
 from toolcrib.catalog._measure import measure
 from toolcrib.catalog._schema import top_level_names
