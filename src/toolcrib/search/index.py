@@ -20,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from toolcrib.search.coverage import NameCoverage, name_parts
+from toolcrib.search.documents import SearchDoc
 from toolcrib.search.floor import QueryTerm, Weighed, weigh, widen
 from toolcrib.search.gate import Evidence, FittedGate, with_usage
 from toolcrib.search.known_apps import (
@@ -45,15 +46,6 @@ __all__ = ["Hit", "SearchDoc", "SearchIndex", "SearchResult"]
 Visibility = Callable[[str], bool]
 Fields = tuple[frozenset[str], frozenset[str], frozenset[str]]
 Vector = npt.NDArray[np.float64]
-
-
-@dataclass(frozen=True, slots=True)
-class SearchDoc:
-    public_name: str  # "{account}__{tool}"
-    account: str  # e.g. "notion-legal"
-    connector: str  # connector label, e.g. "Notion"
-    name: str  # provider tool name, e.g. "create_page"
-    description: str  # provider description (already sanitized/bounded by the catalog)
 
 
 @dataclass(frozen=True, slots=True)
