@@ -7,8 +7,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from toolcrib.eval.data import catalog_docs
 from toolcrib.search import SearchDoc
-from toolcrib.search.evaluate import catalog_docs
 
 # shared/ stands beside the repository; TOOLCRIB_SHARED overrides.
 DATA = (

@@ -33,8 +33,8 @@ import numpy as np
 from tokenizers import Tokenizer
 
 from _catalog import DATA, OUT
-from toolcrib.search.evaluate import RANKED_DEPTH, Ranking, catalog_docs, metrics, public_id
-from toolcrib.search.fitting import read_jsonl
+from toolcrib.eval.data import catalog_docs, public_id, read_jsonl
+from toolcrib.eval.metrics import RANKED_DEPTH, Ranking, metrics
 from toolcrib.search.semantic import doc_text
 from toolcrib.search.vectors import MiniLM
 

@@ -7,10 +7,10 @@ figures with 0, 1, 2, 4 and 8 past searches per tool replayed from the training 
 same run's models fitted without the usage features at all (the cold baseline the curve must not
 fall under at 0). Written to bench/out/learning_curve.json and plotted to docs/learning_curve.png.
 
-The fitting itself is ``toolcrib.search.fitting`` (its docstring tells the data and the
-cross-validation). This script caches the encoder's vectors in bench/out/vectors.npz, prints the
-held-out figures of both modes (with and without the meaning channel), writes them to
-bench/out/gate_cv.json, and writes the models fitted on all the data to
+The fitting itself is ``toolcrib.eval`` (``eval.data`` tells the data, ``eval.crossval`` the
+cross-validation, ``eval.history`` the simulated use). This script caches the encoder's vectors
+in bench/out/vectors.npz, prints the held-out figures of both modes (with and without the
+meaning channel), writes them to bench/out/gate_cv.json, and writes the models fitted on all the data to
 src/toolcrib/search/model/gate.json. Figures on the data the shipped models were fitted on would
 be fitted figures, and are never printed.
 """
@@ -28,7 +28,11 @@ from rich.console import Console
 from rich.table import Table
 
 from _catalog import DATA, OUT
-from toolcrib.search.fitting import KEEP, LEVELS, collect, cross_validate, fit, learning_curve, load
+from toolcrib.eval.crossval import cross_validate, learning_curve
+from toolcrib.eval.engines import load
+from toolcrib.eval.examples import collect
+from toolcrib.eval.fitting import KEEP, fit
+from toolcrib.eval.history import LEVELS
 from toolcrib.search.semantic import load_encoder
 from toolcrib.search.vectors import MODEL_ID
 

@@ -5,7 +5,7 @@
 Systems (rows):
   * toolcrib — the default install: lexical + meaning channels, fitted ranker and gate. Its
     models are fitted on these very sets, so its figures are **cross-validated**: each fold's
-    queries are searched by models fitted on the other folds (``toolcrib.search.fitting``).
+    queries are searched by models fitted on the other folds (``toolcrib.eval``).
   * toolcrib, words only — the same with the meaning channel down (its own fitted models, also
     cross-validated).
   * first engine (hand-set floor) — the lexical engine of issue #4 with its relevance floor.
@@ -33,9 +33,13 @@ from rich.table import Table
 
 from _catalog import DATA, OUT
 from fit_gate import CachedEncoder
+from toolcrib.eval.crossval import cross_validate, learning_curve
+from toolcrib.eval.data import SETS, public_id
+from toolcrib.eval.engines import Engine, load
+from toolcrib.eval.examples import collect
+from toolcrib.eval.fitting import KEEP
+from toolcrib.eval.metrics import Ranking, metrics
 from toolcrib.search import SEED_RULES, SearchDoc, SearchOptions
-from toolcrib.search.evaluate import Ranking, metrics, public_id
-from toolcrib.search.fitting import KEEP, SETS, Engine, collect, cross_validate, learning_curve, load
 from toolcrib.search.semantic import load_encoder
 
 COLUMNS = ("hit@1", "hit@3", "positives_non_empty", "negatives_empty", "r@5")
@@ -96,8 +100,8 @@ def _always(engines: dict[str, Engine], vectors: dict[Any, Any], channel: str) -
 
 
 def _engine_rows(options: SearchOptions) -> Run:
+    from toolcrib.eval.replay import rank_queries
     from toolcrib.search import SearchIndex
-    from toolcrib.search.evaluate import rank_queries
 
     indexes: dict[str, tuple[SearchIndex, dict[str, list[SearchDoc]]]] = {}
 

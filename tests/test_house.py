@@ -15,14 +15,18 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 # Each layer, and the toolcrib packages it must never import (imports go one way).
 FORBIDDEN = {
     "catalog": {"search", "policy", "upstream", "store", "auth", "gateway", "web", "cli"},
-    "search": {"catalog", "policy", "upstream", "store", "auth", "gateway", "web", "cli"},
+    "search": {"catalog", "policy", "upstream", "store", "auth", "gateway", "web", "cli", "eval"},
     "policy": {"catalog", "search", "upstream", "store", "auth", "gateway", "web", "cli"},
     "upstream": {"store", "gateway", "web", "cli"},
     "store": {"gateway", "web", "cli", "upstream", "search", "policy", "auth"},
     "auth": {"gateway", "web", "cli", "store"},
     "gateway": {"web", "cli"},
     "web": {"cli"},
+    "eval": {"policy", "upstream", "store", "auth", "gateway", "web", "cli"},
 }
+RUNTIME = ("catalog", "search", "policy", "upstream", "store", "auth", "gateway", "web")
+"""The packages a running gateway imports: none of them may import ``toolcrib.eval`` (fitting and
+evaluation of search), which only ``cli/eval.py`` imports, inside its command."""
 
 
 def _imports(path: Path) -> set[str]:
@@ -43,6 +47,16 @@ def test_imports_go_one_way(layer: str) -> None:
         if _imports(path) & FORBIDDEN[layer]
     }
     assert offending == {}
+
+
+def test_no_runtime_package_imports_eval() -> None:
+    offending = [
+        str(path.relative_to(SRC))
+        for layer in RUNTIME
+        for path in (SRC / layer).rglob("*.py")
+        if "eval" in _imports(path)
+    ]
+    assert offending == []
 
 
 def test_every_setting_has_a_docstring() -> None:

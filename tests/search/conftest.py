@@ -7,8 +7,8 @@ import json
 import pytest
 from tests.conftest import SHARED
 
+from toolcrib.eval.data import catalog_docs
 from toolcrib.search import SearchDoc
-from toolcrib.search.evaluate import catalog_docs
 
 DATA = SHARED / "data" / "retrieval"
 

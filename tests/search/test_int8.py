@@ -3,6 +3,7 @@ and the vectors stay close to those of the float multiplications."""
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import numpy as np
@@ -12,7 +13,14 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from toolcrib.search.int8 import multiply_in_int8
-from toolcrib.search.vectors import _TOKENIZER, MODEL_SHA256, MiniLM, _checked_bytes, _model_path
+from toolcrib.search.vectors import (
+    _TOKENIZER,
+    MODEL_SHA256,
+    REWRITTEN_SHA256,
+    MiniLM,
+    _checked_bytes,
+    _model_path,
+)
 
 TEXTS = [
     "A man is eating food.",
@@ -45,6 +53,9 @@ def test_r5_8_every_int8_weight_matmul_of_the_packaged_model_is_rewritten() -> N
     lookups = [n for n in proto.graph.node if n.op_type == "Gather" and n.input[0] in int8]
     assert len(lookups) == 2  # the word and position tables are read as int8, not as float copies
     assert after["Gather"] == before["Gather"] + 2  # and their per-row scales gathered beside them
+    # What the cache of the rewritten model checks its file against (search/model_cache.py): a
+    # change of the rewrite must change this pin (and REWRITE_VERSION), or nothing is cached.
+    assert hashlib.sha256(rewritten).hexdigest() == REWRITTEN_SHA256
 
 
 def test_r5_8_int8_multiplications_stay_close_to_float_multiplications() -> None:

@@ -52,7 +52,7 @@ def test_r5_2_exact_name_beats_prefix_beats_label_beats_description() -> None:
     # The lexical channel scores 5 / 3 / 3 / 2 / 1 (times the term's weight) ...
     evidence = index.evidence("invoice")
     assert evidence is not None
-    score = {index._name_of(s): evidence.score[s] for s in np.flatnonzero(evidence.score)}
+    score = {index.name_at(s): evidence.score[s] for s in np.flatnonzero(evidence.score)}
     assert score["a1__invoice"] > score["a2__invoicer"] == score["a3__invo_sync"]
     assert score["a3__invo_sync"] > score["invoice__do_thing"] > score["a4__other"] > 0
     # ... and after fusion with meaning, the exact name still wins.
@@ -76,7 +76,7 @@ def test_r5_4_merged_and_frozen_words_do_not_score_in_descriptions() -> None:
     index = _index(("x", [doc("x", "ping", "Frozen account set merged connection")]))
     evidence = index.evidence("frozen account merged")
     assert evidence is not None
-    assert evidence.score[index._slot_of["x__ping"]] == 0
+    assert evidence.score[index.slot("x__ping")] == 0
 
 
 def test_r5_5_account_label_ranks_its_tools_first() -> None:

@@ -12,8 +12,8 @@ from rich.table import Table
 
 from toolcrib.cli.common import DatabaseOption
 
-if TYPE_CHECKING:  # the search engine is imported by the command that runs it (#13)
-    from toolcrib.search.evaluate import Ranking
+if TYPE_CHECKING:  # the search engine and the evaluation are imported by the command that runs them (#13)
+    from toolcrib.eval.metrics import Ranking
 
 __all__ = ["eval_app"]
 
@@ -62,8 +62,10 @@ def search(
     """Rank every query with default settings and print hit@k, MRR, empty rates and R@5.
 
     The catalog comes from ``--catalog``: ``--database`` is accepted like everywhere, and unused."""
+    from toolcrib.eval.data import catalog_docs
+    from toolcrib.eval.metrics import metrics
+    from toolcrib.eval.replay import rank_queries, replay_history
     from toolcrib.search import SearchIndex
-    from toolcrib.search.evaluate import catalog_docs, metrics, rank_queries, replay_history
     from toolcrib.search.semantic import load_encoder
 
     del database

@@ -20,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from toolcrib.search.coverage import NameCoverage, name_parts
+from toolcrib.search.documents import SearchDoc
 from toolcrib.search.floor import QueryTerm, Weighed, weigh, widen
 from toolcrib.search.gate import Evidence, FittedGate, with_usage
 from toolcrib.search.known_apps import (
@@ -45,15 +46,6 @@ __all__ = ["Hit", "SearchDoc", "SearchIndex", "SearchResult"]
 Visibility = Callable[[str], bool]
 Fields = tuple[frozenset[str], frozenset[str], frozenset[str]]
 Vector = npt.NDArray[np.float64]
-
-
-@dataclass(frozen=True, slots=True)
-class SearchDoc:
-    public_name: str  # "{account}__{tool}"
-    account: str  # e.g. "notion-legal"
-    connector: str  # connector label, e.g. "Notion"
-    name: str  # provider tool name, e.g. "create_page"
-    description: str  # provider description (already sanitized/bounded by the catalog)
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,6 +196,15 @@ class SearchIndex:
         assert doc is not None
         return doc.public_name
 
+    def slot(self, public_name: str) -> int | None:
+        """The slot of the tool named ``public_name`` (None: not indexed). ``evidence`` holds one
+        value per slot; the fitting reads a tool's evidence by it."""
+        return self._slot_of.get(public_name)
+
+    def name_at(self, slot: int) -> str:
+        """The public name of the tool in ``slot`` (which must hold one: ``evidence(...).live``)."""
+        return self._name_of(slot)
+
     def search(
         self,
         query: str,
@@ -221,7 +222,7 @@ class SearchIndex:
         """
         query = query[:MAX_QUERY_CHARACTERS]
         if self._options.known_apps:
-            missing = self._not_connected(mentioned_apps(query), visible, withheld)
+            missing = self.not_connected(query, visible, withheld)
             if missing:
                 return SearchResult([], [], missing)
         if not self._options.fitted:
@@ -414,13 +415,13 @@ class SearchIndex:
         )
         return widened, covered, scored
 
-    def _not_connected(
-        self,
-        apps: list[tuple[KnownApp, tuple[str, ...]]],
-        visible: Visibility | None,
-        withheld: Visibility | None,
+    def not_connected(
+        self, query: str, visible: Visibility | None = None, withheld: Visibility | None = None
     ) -> list[str]:
-        """Named known apps that no account the caller can see (or is denied) carries."""
+        """Known apps ``query`` names that no account the caller can see (or is denied) carries
+        (R-5.11; with no ``visible``, that no account of the index carries): ``search`` answers
+        those instead of tools, and the fitting counts such a query as settled before the gate."""
+        apps = mentioned_apps(query)
         return [app.canonical for app, _ in apps if not self._carried(app, visible, withheld)]
 
     def _carried(self, app: KnownApp, visible: Visibility | None, withheld: Visibility | None) -> bool:

@@ -28,7 +28,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["multiply_in_int8"]
+__all__ = ["REWRITE_VERSION", "multiply_in_int8"]
+
+REWRITE_VERSION = 1
+"""Names the rewrite in the cached model's file name (:mod:`toolcrib.search.model_cache`): raise it
+with any change of what ``multiply_in_int8`` writes, with ``vectors.REWRITTEN_SHA256``."""
 
 _INT8 = 3  # onnx.TensorProto.INT8
 _FLOAT = 1  # onnx.TensorProto.FLOAT

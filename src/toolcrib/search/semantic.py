@@ -13,15 +13,13 @@ search then runs on words and trigrams alone.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
 
+from toolcrib.search.documents import SearchDoc
 from toolcrib.search.tokenize import raw_words
-
-if TYPE_CHECKING:
-    from toolcrib.search.index import SearchDoc
 
 __all__ = ["DIMENSIONS", "Encoder", "MeaningChannel", "doc_text", "load_encoder"]
 
@@ -46,6 +44,11 @@ def doc_text(doc: SearchDoc) -> str:
 
 def load_encoder() -> tuple[Encoder | None, str | None]:
     """The packaged encoder and None, or None and why it cannot be used."""
+    # Imported here, not at the top, so a process that never builds an encoder (``semantic =
+    # false``, ``toolcrib eval search --lexical``, every other CLI command) does not import the
+    # encoder's module (~20 ms: ctypes, the model cache, the int8 rewriter); onnxruntime and
+    # tokenizers are imported later still, by the encoder. A lazy load, not a dodged circle:
+    # ``vectors`` imports nothing of this module.
     from toolcrib.search.vectors import EncoderUnavailable, MiniLM
 
     try:

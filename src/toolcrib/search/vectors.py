@@ -11,8 +11,11 @@ mean of the last hidden state, L2-normalized. Texts are tokenized together and r
 
 The model is loaded at its first use, not at construction (#12): construction checks both files
 against their digests and reads the tokenizer (milliseconds), and the first ``encode`` reads the
-model again, checks it again and builds the onnxruntime session (~0.25 s, ~95 MB: the embedding
-tables stay int8, see :mod:`toolcrib.search.int8`, and the heap the load freed is handed back).
+model rewritten to multiply in int8 (:mod:`toolcrib.search.int8`) and builds the onnxruntime
+session (~0.25 s, ~95 MB: the embedding tables stay int8, and the heap the load freed is handed
+back). The rewrite itself (onnx, seconds) runs once: the packaged encoder keeps its result in the
+user's cache folder, checked by a digest pinned here, and later loads read that back without
+importing onnx (:mod:`toolcrib.search.model_cache`).
 A gateway that restarts on an unchanged catalog finds every tool vector in the store, so it holds
 no model until the first search needs a query vector; ``loaded`` says whether that has happened.
 
@@ -33,7 +36,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from toolcrib.search.int8 import multiply_in_int8
+from toolcrib.search.int8 import REWRITE_VERSION, multiply_in_int8
+from toolcrib.search.model_cache import cache_folder, cached
 
 __all__ = ["DIMENSIONS", "MODEL_ID", "EncoderUnavailable", "MiniLM"]
 
@@ -43,6 +47,10 @@ MODEL_ID = "all-MiniLM-L6-v2-int8-dynamic-v2"
 multiplications run in int8, see :mod:`toolcrib.search.int8`)."""
 
 MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+REWRITTEN_SHA256 = "a91212b8a26669870fbe7a4f3e06dcf704f3acd7bbe432acaa572d94101459f8"
+"""The packaged model as ``multiply_in_int8`` rewrites it: a cached copy is loaded only when its
+bytes have this digest (``tests/search/test_int8.py`` keeps it true; a change of the rewrite
+changes it, and ``REWRITE_VERSION`` with it)."""
 TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 _TOKENIZER = Path(__file__).parent / "model" / "minilm-tokenizer.json"
 _MAX_TOKENS = 256  # the model's max_seq_length (sentence-transformers' sentence_bert_config)
@@ -92,7 +100,9 @@ def _model_path() -> Path:
 class MiniLM:
     """Sentence embeddings, 384 dimensions, unit length. Thread-safe."""
 
-    def __init__(self, model: Path, tokenizer: Path, *, threads: int = 1) -> None:
+    def __init__(self, model: Path, tokenizer: Path, *, threads: int = 1, cache: Path | None = None) -> None:
+        """``cache``: the folder the rewritten model is kept in between loads (None: rewritten at
+        every load)."""
         try:
             from tokenizers import Tokenizer
         except ImportError as exc:  # pragma: no cover - a dependency of toolcrib
@@ -100,7 +110,7 @@ class MiniLM:
         for needed in ("onnxruntime", "onnx"):  # running the model; rewriting it (search/int8.py)
             if importlib.util.find_spec(needed) is None:  # pragma: no cover - dependencies
                 raise EncoderUnavailable(f"{needed} is not installed")
-        self._model, self._threads = _checked(model, MODEL_SHA256), threads
+        self._model, self._threads, self._cache = _checked(model, MODEL_SHA256), threads, cache
         self._tokenizer = Tokenizer.from_file(str(_checked(tokenizer, TOKENIZER_SHA256)))
         self._tokenizer.enable_truncation(max_length=_MAX_TOKENS)
         self._tokenizer.no_padding()  # each batch is padded to its own longest text
@@ -117,9 +127,21 @@ class MiniLM:
         """The onnxruntime session, built at the first call."""
         with self._loading:
             if self._session is None:
-                self._session = _session(self._model, self._threads)
+                self._session = _session(self._rewritten(), self._threads)
                 _give_back_freed_memory()
             return self._session
+
+    def _rewritten(self) -> bytes:
+        """The checked model rewritten to multiply in int8: from the cache folder when it holds
+        exactly the pinned result, else rewritten now (importing onnx) and kept there."""
+
+        def rewrite() -> bytes:
+            return multiply_in_int8(_checked_bytes(self._model, MODEL_SHA256))[0]
+
+        if self._cache is None:
+            return rewrite()
+        name = f"minilm-{MODEL_SHA256[:16]}-int8-v{REWRITE_VERSION}.onnx"
+        return cached(self._cache / name, REWRITTEN_SHA256, rewrite)
 
     def load(self) -> None:
         """Load the model now, on this thread (it is loaded at the first ``encode`` otherwise)."""
@@ -157,22 +179,22 @@ class MiniLM:
         return unit
 
 
-def _session(model: Path, threads: int) -> Any:
-    """An onnxruntime session of the checked, rewritten model (its bytes are garbage on return)."""
+def _session(rewritten: bytes, threads: int) -> Any:
+    """An onnxruntime session of the checked, rewritten model."""
     import onnxruntime
 
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
     options.log_severity_level = 3
-    rewritten, _ = multiply_in_int8(_checked_bytes(model, MODEL_SHA256))
     return onnxruntime.InferenceSession(rewritten, options, providers=["CPUExecutionProvider"])
 
 
 def _give_back_freed_memory() -> None:
-    """Hand the heap the model's load freed back to the system: the file's bytes, parsed,
-    rewritten and serialized again (~70 MB), which glibc otherwise keeps mapped, and counted in
-    the process's RSS (after the load: 181 -> 146 MB here). Not glibc (musl, macOS): nothing."""
+    """Hand the heap the model's load freed back to the system: the file's bytes (when rewritten
+    at this load, also parsed, rewritten and serialized again: ~70 MB), which glibc otherwise keeps
+    mapped, and counted in the process's RSS (after a rewriting load: 181 -> 146 MB here). Not glibc
+    (musl, macOS): nothing."""
     try:
         trim = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
     except (OSError, AttributeError):
@@ -182,4 +204,4 @@ def _give_back_freed_memory() -> None:
 
 @cache
 def _packaged() -> MiniLM:
-    return MiniLM(_model_path(), _TOKENIZER)
+    return MiniLM(_model_path(), _TOKENIZER, cache=cache_folder())

@@ -2,7 +2,7 @@
 
 The ranker and the answer gate are fitted on the public evaluation sets; a figure measured on the
 data a model was fitted on says nothing about the queries users write. So this test re-runs the
-cross-validation of ``toolcrib.search.fitting`` through the real ``SearchIndex.search`` (models
+cross-validation of ``toolcrib.eval`` through the real ``SearchIndex.search`` (models
 fitted on four folds, the fifth searched, five times) and gates on those held-out figures. The
 floors sit a little under the figures measured by ``bench/fit_gate.py`` (docs/search.md), so
 that a regression fails and noise of a query or two does not.
@@ -17,8 +17,12 @@ from typing import Any
 import pytest
 from tests.search.conftest import DATA
 
-from toolcrib.search.evaluate import group_recall, public_id, reciprocal_rank
-from toolcrib.search.fitting import KEEP, collect, cross_validate, load
+from toolcrib.eval.crossval import cross_validate
+from toolcrib.eval.data import public_id
+from toolcrib.eval.engines import load
+from toolcrib.eval.examples import collect
+from toolcrib.eval.fitting import KEEP
+from toolcrib.eval.metrics import group_recall, reciprocal_rank
 from toolcrib.search.semantic import load_encoder
 
 FOLDS = 5

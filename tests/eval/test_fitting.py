@@ -10,7 +10,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from toolcrib.search.fitting import Example, _fit_scorer, _threshold, fit_listwise
+from toolcrib.eval.examples import Example
+from toolcrib.eval.fitting import _fit_scorer, _threshold, fit_listwise
 from toolcrib.search.gate import PAIR_FEATURES
 
 Lists = list[tuple[np.ndarray, np.ndarray, float]]

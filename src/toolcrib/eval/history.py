@@ -1,0 +1,80 @@
+"""Past use, simulated from the evaluation queries themselves (R-5.12).
+
+The usage channel reads past searches that led to a tool. Its evidence is fitted without fooling
+ourselves: a training query's features are computed with a history drawn from the *other*
+training folds (each positive query replayed as a past search whose first gold tool then ran, as a
+member of its own), at a level of 0, 1, 2, 4 or 8 past searches per tool chosen by the query's
+hash, so the models learn both the cold and the learned case. The held-out figures are measured
+with the history of the training folds only, at each level (a learning curve, ``crossval``): a
+held-out request is never its own history. Folds are therefore drawn per request (a tool's other
+requests are the history of its held-out ones); the features name no tool, so nothing
+tool-specific can be learned across folds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+
+import numpy as np
+
+from toolcrib.eval.examples import Example, Query
+from toolcrib.search.usage import PastSearch, UsageChannel
+
+__all__ = ["LEVELS", "channel_of", "history", "training_examples"]
+
+LEVELS = (0, 1, 2, 4, 8)
+"""Past searches per tool the learning curve is measured at (and the training history is drawn at)."""
+
+
+def _hash(text: str) -> int:
+    return int(hashlib.sha256(text.encode()).hexdigest(), 16)
+
+
+def history(
+    queries: Iterable[Query], level: int, *, salt: str = ""
+) -> dict[str, dict[str, list[PastSearch]]]:
+    """Per catalog and tool, up to ``level`` of ``queries`` replayed as past searches: each positive
+    query as a search whose first gold tool then ran, by a member of its own, chosen in an order
+    fixed by a hash of its id."""
+    out: dict[str, dict[str, list[PastSearch]]] = {}
+    if level <= 0:
+        return out
+    for q in sorted(queries, key=lambda q: _hash(salt + q.qid)):
+        if q.ran is None or q.vector is None:
+            continue
+        past = out.setdefault(q.catalog, {}).setdefault(q.ran, [])
+        if len(past) < level:
+            past.append(PastSearch(np.asarray(q.vector, dtype=np.float32), q.qid, 0.0))
+    return out
+
+
+def channel_of(past: dict[str, list[PastSearch]]) -> UsageChannel:
+    channel = UsageChannel()
+    for name, searches in past.items():
+        channel.learn(name, searches, now=0.0)
+    return channel
+
+
+def training_examples(queries: list[Query], semantic: bool) -> list[Example]:
+    """The training queries' examples with use: each with a history from the training queries of
+    the other folds, at a level (1, 2, 4 or 8 per tool) chosen by a hash of its id; only those
+    where some candidate has past searches (the others are the cold models' to decide)."""
+    out: list[Example] = []
+    if not semantic:
+        return out
+    levels = LEVELS[1:]
+    for fold in sorted({q.fold for q in queries}):
+        own = [q for q in queries if q.fold == fold]
+        others = [q for q in queries if q.fold != fold]
+        channels: dict[tuple[str, int], UsageChannel] = {}
+        for level in levels:
+            for catalog, past in history(others, level, salt=f"{fold}").items():
+                channels[catalog, level] = channel_of(past)
+        for q in own:
+            example = q.example(channels.get((q.catalog, levels[_hash("level:" + q.qid) % len(levels)])))
+            if example.evidence is None or example.evidence.usage is None:
+                continue
+            if bool((example.evidence.usage.mass > 0).any()):
+                out.append(example)
+    return out
