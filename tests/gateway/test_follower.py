@@ -18,6 +18,7 @@ from tests.principals import OPERATOR
 
 from toolcrib.gateway.catalogs import sync_from_store
 from toolcrib.gateway.connections import add_connection
+from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.identity import authenticate
 from toolcrib.gateway.search import search_tools
 
@@ -69,6 +70,7 @@ async def test_r15_2_the_sqlite_timer_installs_a_connection_the_command_line_add
         with anyio.fail_after(10):  # the timer's next round, bounded above; no search in between
             while "desk" not in gw.catalogs:  # noqa: ASYNC110 - the follower offers no event
                 await anyio.sleep(0.05)
+            await _installed(gw)
         assert gw.connections["desk"].status == "active"
         assert names_of(await search_tools(gw, principal, QUERY))[0] == "desk__add_numbers"
         removed = cli(settings.database_url, "connections", "remove", "desk")
@@ -76,4 +78,11 @@ async def test_r15_2_the_sqlite_timer_installs_a_connection_the_command_line_add
         with anyio.fail_after(10):
             while "desk" in gw.catalogs:  # noqa: ASYNC110 - the follower offers no event
                 await anyio.sleep(0.05)
+            await _installed(gw)
         assert names_of(await search_tools(gw, principal, QUERY)) == []
+
+
+async def _installed(gw: Gateway) -> None:
+    """Until the install (or removal) under way is done: the index is replaced after the catalog."""
+    async with gw.installing:
+        pass

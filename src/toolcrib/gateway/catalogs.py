@@ -59,13 +59,15 @@ async def reinstall(gw: Gateway, name: str) -> ConnectionRow | None:
 
 
 async def forget_connection(gw: Gateway, name: str) -> None:
-    """Take a removed connection out of this process: its row, catalog, cards, index and examples."""
-    gw.connections.pop(name, None)
-    for old in gw.catalogs.pop(name, {}).values():
-        gw.listing_bytes.pop(old.record.public_name, None)
-        gw.cards.forget([old.record.public_name])
-    await gw.index.remove(name)
-    await gw.learned.drop_account(name)
+    """Take a removed connection out of this process: its row, catalog, cards, index and examples
+    (after any install under way, which would otherwise bring it back)."""
+    async with gw.installing:
+        gw.connections.pop(name, None)
+        for old in gw.catalogs.pop(name, {}).values():
+            gw.listing_bytes.pop(old.record.public_name, None)
+            gw.cards.forget([old.record.public_name])
+        await gw.index.remove(name)
+        await gw.learned.drop_account(name)
 
 
 @contextmanager

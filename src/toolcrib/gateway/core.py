@@ -102,7 +102,7 @@ class Gateway:
         """The store's search examples in the index's usage channel (R-5.12)."""
         self.cards = CardCache()
         self.installing = anyio.Lock()
-        """Catalogs are installed one at a time, in call order (``catalogs.install_catalog``)."""
+        """Catalogs are installed and forgotten one at a time, in call order (``catalogs``)."""
         self.syncing_now: Counter[str] = Counter()
         """Connections this process is syncing now: the follower leaves them to that sync."""
         self.connections: dict[str, ConnectionRow] = {}
