@@ -5,11 +5,11 @@
 What it measures, in one process, on a real gateway over a SQLite file in a temporary folder:
 
 - catalog indexing throughput: the real 623-tool catalog loaded from the store and indexed
-  (search documents, cards, vectors, index) by ``Gateway.sync_from_store``, cold (empty vector
+  (search documents, cards, vectors, index) by ``catalogs.sync_from_store``, cold (empty vector
   cache: every tool encoded) and warm (every vector from the store's cache); cold twice, with the
   catalog encoder on every core (the gateway's way) and on one thread (the baseline), with the
   event loop's lag during each;
-- the whole ``search_tools`` call (catalog poll, policy, ranking and query encoding in a worker
+- the whole ``search_tools`` call (policy, ranking and query encoding in a worker
   thread, cards, handles written to the store) at each size, the catalog grown by cloning its
   accounts, and the index's own ``search`` beside it; bm25s (retrieval only) on the same texts;
 - the encoder's onnxruntime threads: 1 against 2, catalog texts per second and one query's time.
@@ -46,8 +46,10 @@ from _catalog import DATA, OUT, read_jsonl
 from toolcrib.catalog.cards import build_card
 from toolcrib.catalog.normalize import normalize_catalog
 from toolcrib.gateway import members
+from toolcrib.gateway.catalogs import forget_connection, sync_from_store
 from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.identity import authenticate
+from toolcrib.gateway.process import open_gateway
 from toolcrib.gateway.search import search_tools
 from toolcrib.policy.classify import classify
 from toolcrib.search.semantic import doc_text
@@ -127,9 +129,9 @@ def _row(name: str, connector: str) -> ConnectionRow:
 async def _index_all(gw: Gateway) -> float:
     """Seconds to index every stored catalog from scratch (what a gateway start does)."""
     for name in list(gw.connections):
-        await gw.forget_connection(name)
+        await forget_connection(gw, name)
     start = time.perf_counter()
-    await gw.sync_from_store(force=True)
+    await sync_from_store(gw)
     return time.perf_counter() - start
 
 
@@ -325,7 +327,7 @@ async def _run(sizes: list[int], rounds: int, history: int) -> dict[str, Any]:
     base = _base()
     with tempfile.TemporaryDirectory() as folder:
         settings = Settings(database_url=f"sqlite:///{Path(folder) / 'bench.db'}", semantic=True)
-        async with Gateway.open(settings) as gw:
+        async with open_gateway(settings) as gw:
             if not gw.meaning.up:
                 raise SystemExit(f"meaning search is down: {gw.meaning.reason}")
             indexing = await _indexing(gw, base)

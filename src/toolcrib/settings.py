@@ -80,7 +80,9 @@ class Settings(BaseSettings):
 
     catalog_poll_seconds: float = 2.0
     """How often a gateway checks the database for connections changed by another process (the
-    CLI, another replica) and reloads their catalogs."""
+    CLI, another replica) and reloads their catalogs, in the background (a search never waits for
+    it). On PostgreSQL the changes are announced at once and this check is only a safety net, run
+    30 times less often (at most once a minute)."""
 
     heartbeat_seconds: float = 5.0
     """How often a gateway process records that it is alive. A call left pending in the audit trail

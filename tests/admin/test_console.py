@@ -21,6 +21,7 @@ from tests.e2e.inprocess import open_gateway, owner_token, settings_for
 from tests.principals import OPERATOR
 from tests.web.asgi import MCP_HEADERS, bearer, call_tool
 from toolcrib.gateway import members, restrictions
+from toolcrib.gateway.catalogs import install_catalog
 from toolcrib.gateway.connections import add_connection
 from toolcrib.store import connections as connection_store
 from toolcrib.store import members as member_store
@@ -249,7 +250,7 @@ async def _set_auth(org: Org, auth: str | None) -> None:
     await connection_store.update_connection(gw.db, "desk", auth=auth)
     row = await connection_store.get_connection(gw.db, "desk")
     assert row is not None
-    await gw.install_catalog(row, await connection_store.load_catalog(gw.db, "desk"))
+    await install_catalog(gw, row, await connection_store.load_catalog(gw.db, "desk"))
 
 
 async def test_13_a_new_token_is_shown_once_and_works(org: Org) -> None:

@@ -23,6 +23,7 @@ from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.orgfile.checks import Known, check_file
 from toolcrib.gateway.orgfile.loading import FileError
 from toolcrib.gateway.orgfile.service import apply_file, export_org, plan_file
+from toolcrib.gateway.process import open_gateway
 from toolcrib.policy.gates import Principal
 from toolcrib.settings import Settings
 
@@ -68,7 +69,7 @@ def _with_gateway(db_url: str, work: Callable[[Gateway, Principal], Awaitable[T]
 
     async def main() -> T:
         settings = Settings(database_url=db_url, semantic=False)
-        async with Gateway.open(settings, follow_changes=False) as gw:
+        async with open_gateway(settings, follow_changes=False) as gw:
             return await work(gw, await members.operator_principal(gw))
 
     return anyio.run(main)
@@ -231,7 +232,7 @@ def _with_gateway_new(db_url: str, work: Callable[[Gateway, Principal], Awaitabl
     """``work`` on a new database, as its owner ``owner``."""
 
     async def main() -> T:
-        async with Gateway.open(Settings(database_url=db_url, semantic=False), follow_changes=False) as gw:
+        async with open_gateway(Settings(database_url=db_url, semantic=False), follow_changes=False) as gw:
             await members.init_owner(gw, "owner")
             return await work(gw, await members.operator_principal(gw))
 
@@ -392,7 +393,7 @@ def test_26_apply_on_a_database_without_owner_makes_the_files_owner_the_operator
 
     async def main() -> tuple[str, str]:
         settings = Settings(database_url=f"sqlite:///{tmp_path / 'new.db'}", semantic=False)
-        async with Gateway.open(settings, follow_changes=False) as gw:
+        async with open_gateway(settings, follow_changes=False) as gw:
             with pytest.raises(ConfigError, match="no owner yet"):
                 await principal_for_file(
                     gw, "members: [{name: ann, role: member}]", "o.yaml", create_owner=True
@@ -427,9 +428,9 @@ def test_26_r15_2_a_running_replica_sees_what_a_file_applied_on_postgresql(postg
     settings = Settings(database_url=url, semantic=False, secret_key=PG_SECRET_KEY)
 
     async def main() -> None:
-        async with Gateway.open(settings, follow_changes=False) as applier:
+        async with open_gateway(settings, follow_changes=False) as applier:
             await members.init_owner(applier, "owner")
-            async with Gateway.open(settings) as replica:
+            async with open_gateway(settings) as replica:
                 assert (await replica.policy()).rules == ()  # held for the policy cache time
                 await apply_file(
                     applier, await members.operator_principal(applier), ORG, "org.yaml", environ=ENV

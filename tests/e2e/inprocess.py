@@ -17,6 +17,7 @@ import uvicorn
 from tests.conftest import PG_SECRET_KEY, STORE_OVERRIDE, free_port
 from toolcrib.gateway import members
 from toolcrib.gateway.core import Gateway
+from toolcrib.gateway.process import open_gateway as open_process
 from toolcrib.settings import Settings
 from toolcrib.web.app import create_app
 
@@ -35,7 +36,7 @@ async def open_gateway(
     settings: Settings, clock: Callable[[], float] | None = None, **options: Any
 ) -> AsyncIterator[Gateway]:
     kwargs = {"clock": clock, **options} if clock is not None else options
-    async with Gateway.open(settings, **kwargs) as gw:
+    async with open_process(settings, **kwargs) as gw:
         yield gw
 
 

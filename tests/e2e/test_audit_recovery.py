@@ -14,6 +14,7 @@ from tests.principals import OPERATOR
 from toolcrib.gateway.connections import add_connection
 from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.execute import execute_tool
+from toolcrib.gateway.housekeeping import recover_orphans
 from toolcrib.gateway.members import operator_principal
 from toolcrib.store import instances
 from toolcrib.store.tables import audit
@@ -62,5 +63,5 @@ async def test_r11_1_calls_of_a_process_with_a_stale_heartbeat_read_unknown(tmp_
                 "instance": ghost.id,
             }  # fmt: skip
             await conn.execute(audit.insert().values(**row))
-        assert await gw.recover_orphans() == 1
+        assert await recover_orphans(gw.db, gw.instance, gw.clock(), gw.settings) == 1
         assert await _outcomes(gw) == ["unknown"]

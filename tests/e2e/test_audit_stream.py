@@ -28,12 +28,14 @@ from tests.pg import PostgresServer
 from tests.principals import OPERATOR
 from tests.web.asgi import asgi_client, bearer
 from toolcrib.gateway.audit import record_admin_act
+from toolcrib.gateway.audit_delivery import AuditStream
 from toolcrib.gateway.audit_retention import prune_audit
 from toolcrib.gateway.audit_sinks import WebhookSink
-from toolcrib.gateway.audit_stream import AuditStream, stream_state
+from toolcrib.gateway.audit_stream import stream_state
 from toolcrib.gateway.connections import add_connection
 from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.execute import execute_tool
+from toolcrib.gateway.housekeeping import housekeep, recover_orphans
 from toolcrib.gateway.members import operator_principal
 from toolcrib.settings import Settings
 from toolcrib.store import instances
@@ -222,11 +224,13 @@ async def test_r11_4_retention_deletes_old_delivered_entries_and_keeps_undeliver
             assert await gw.audit_stream.deliver(gw.db, sink) == 0
             now[0] += 10 * 86_400
             recent = await act("recent__sent")
-            assert await prune_audit(gw) >= 3  # the three sent (and any row the owner's creation wrote)
+            assert (
+                await prune_audit(gw.db, gw.clock(), gw.settings.audit_retention_days) >= 3
+            )  # the three sent (and any row the owner's creation wrote)
             left = await final_audit_ids(gw)
             assert left == {old_waiting, recent}
             assert not left & set(old_sent)
-            assert await gw.housekeep()  # wired into housekeeping: nothing more to delete
+            assert await housekeep(gw)  # wired into housekeeping: nothing more to delete
             assert await final_audit_ids(gw) == left
             await sink.aclose()
     finally:
@@ -399,7 +403,7 @@ async def test_r11_4_a_dead_process_call_read_unknown_is_streamed_too(tmp_path: 
                        "outcome": "pending", "instance": ghost.id}  # fmt: skip
                 written = await conn.execute(audit.insert().values(**row))
             assert await outbox_rows(gw) == 0  # pending: not final, not streamed
-            assert await gw.recover_orphans() == 1
+            assert await recover_orphans(gw.db, gw.instance, gw.clock(), gw.settings) == 1
             orphan = int(written.inserted_primary_key[0])
             await until(lambda: orphan in receiver.audit_ids())
         (found,) = [e for e in receiver.events if e["unmapped"]["audit_id"] == orphan]

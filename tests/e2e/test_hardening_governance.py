@@ -24,6 +24,7 @@ from tests.fixtures.fixture_server import JWT_SHAPED
 from tests.principals import OPERATOR
 from toolcrib.errors import Forbidden, InvalidArguments
 from toolcrib.gateway import members
+from toolcrib.gateway.catalogs import sync_from_store
 from toolcrib.gateway.connections import add_connection, remove_connection, update_connection
 from toolcrib.gateway.identity import authenticate
 from toolcrib.store import connections as conn_store
@@ -200,7 +201,7 @@ async def test_r13_3_a_reason_stored_before_redaction_is_redacted_on_read(org: O
     assert row.status == "active"
     try:
         await conn_store.set_status(org.gw.db, "legacy", "error", f"boom: key {SECRET} sess {JWT_SHAPED}")
-        await org.gw.sync_from_store(force=True)
+        await sync_from_store(org.gw)  # the follower's step: the row changed behind its back
         member = await org.token("mia")
         inactive = await org.execute(member, "legacy__echo_message", {"message": "hi"})
         diagnosed = await org.call(org.owner, PREFIX + "tools__diagnose", {"name": "legacy__echo_message"})

@@ -17,6 +17,7 @@ from sqlalchemy.sql import ClauseElement
 
 from tests.e2e.inprocess import open_gateway, settings_for
 from toolcrib.gateway.core import Gateway
+from toolcrib.gateway.housekeeping import housekeep
 from toolcrib.store import handles as handle_store
 from toolcrib.store import instances as instance_store
 from toolcrib.store import results as result_store
@@ -73,19 +74,19 @@ async def test_r15_only_the_lease_holder_runs_housekeeping(tmp_path: Path) -> No
     settings = settings_for(tmp_path)  # the timer's default interval: rounds run when called here
     async with open_gateway(settings) as first:
         async with open_gateway(settings) as second:
-            assert await first.housekeep()
+            assert await housekeep(first)
             await seed_expired(second)
-            assert not await second.housekeep()  # the first holds the lease: nothing is purged
+            assert not await housekeep(second)  # the first holds the lease: nothing is purged
             assert "h_old" in await ids(second, handles)
-            assert await first.housekeep()  # the holder renews it
+            assert await housekeep(first)  # the holder renews it
         async with open_gateway(
             settings, clock=lambda: first.clock() + 4 * settings.housekeeping_seconds
         ) as late:
-            assert await late.housekeep()  # the holder went silent past the lease: taken over
+            assert await housekeep(late)  # the holder went silent past the lease: taken over
             assert "h_old" not in await ids(late, handles)
-            assert not await first.housekeep()
+            assert not await housekeep(first)
     async with open_gateway(settings) as after:
-        assert await after.housekeep()  # a holder that stops gives the lease up
+        assert await housekeep(after)  # a holder that stops gives the lease up
 
 
 def query_plan(db_file: Path, statement: ClauseElement) -> str:

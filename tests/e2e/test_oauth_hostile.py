@@ -38,6 +38,7 @@ from tests.e2e.org import rpc
 from tests.principals import OPERATOR
 from toolcrib.gateway import members
 from toolcrib.gateway.core import Gateway
+from toolcrib.gateway.housekeeping import purge_expired
 from toolcrib.store.tables import audit, grants, oauth_clients, oauth_codes
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
@@ -417,7 +418,7 @@ async def test_r7_7_housekeeping_forgets_unused_clients_and_expired_codes_but_ke
             form.update(client_id=used["client_id"], redirect_uri=REDIRECT)
             assert (await http.post(base + "/token", data=form)).status_code == 200
         now[0] += 2 * 86400
-        await gw.purge_expired()
+        await purge_expired(gw.db, gw.clock(), gw.settings)
         async with gw.db.read() as conn:
             left = {r.client_id for r in (await conn.execute(select(oauth_clients))).all()}
             codes = (await conn.execute(select(func.count()).select_from(oauth_codes))).scalar_one()

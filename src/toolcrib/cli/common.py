@@ -89,14 +89,14 @@ def run_gateway(
     """
     import anyio
 
-    from toolcrib.gateway.core import Gateway
+    from toolcrib.gateway.process import open_gateway
 
     if not meaning:
         overrides["semantic"] = False
     settings = settings_for(database, **overrides)
 
     async def main() -> T:
-        async with Gateway.open(settings, follow_changes=False) as gw:
+        async with open_gateway(settings, follow_changes=False) as gw:
             return await work(gw)
 
     # A command is its own server side: an incident's traceback goes to its stderr under the id the

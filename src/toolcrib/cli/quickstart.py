@@ -16,7 +16,7 @@ from rich.markup import escape
 from toolcrib.cli.common import console
 from toolcrib.errors import ConfigError
 from toolcrib.gateway import connections, members
-from toolcrib.gateway.core import Gateway
+from toolcrib.gateway.process import open_gateway
 from toolcrib.settings import Settings
 
 __all__ = ["prepare"]
@@ -41,7 +41,7 @@ def _server(name: str) -> str | None:
 
 
 async def _prepare(settings: Settings, state: Path) -> dict[str, str]:
-    async with Gateway.open(settings, follow_changes=False) as gw:
+    async with open_gateway(settings, follow_changes=False) as gw:
         out: dict[str, str] = {}
         with contextlib.suppress(ConfigError):  # the organization has its owner already
             await members.init_owner(gw, "owner")

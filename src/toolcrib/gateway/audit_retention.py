@@ -9,12 +9,8 @@ pending, is never deleted (``store.audit.delete_older``): retention waits for th
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from toolcrib.store import audit as store
-
-if TYPE_CHECKING:
-    from toolcrib.gateway.core import Gateway
+from toolcrib.store.database import Database
 
 __all__ = ["prune_audit"]
 
@@ -22,15 +18,16 @@ BATCH = 500
 ROUND = 20_000
 
 
-async def prune_audit(gw: Gateway) -> int:
-    """One round of retention; how many entries it deleted (none when retention is off)."""
-    days = gw.settings.audit_retention_days
+async def prune_audit(db: Database, now: float, days: float | None) -> int:
+    """One round of retention at ``now``: how many entries it deleted (none when ``days``, the
+    setting ``audit_retention_days``, is None: retention off). It takes the database and the time
+    alone, not the gateway: nothing else of the process matters to it."""
     if days is None:
         return 0
-    before = gw.clock() - days * 86_400
+    before = now - days * 86_400
     deleted = 0
     while deleted < ROUND:
-        done = await store.delete_older(gw.db, before, batch=BATCH)
+        done = await store.delete_older(db, before, batch=BATCH)
         deleted += done
         if done < BATCH:
             break

@@ -26,6 +26,7 @@ from toolcrib.errors import (
     UpstreamAuthFailed,
 )
 from toolcrib.gateway import oauth, reach
+from toolcrib.gateway.catalogs import forget_connection, install_catalog, syncing
 from toolcrib.gateway.connection_definition import Definition, check_definition, malformed
 from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.oauth_binding import link_for
@@ -287,14 +288,14 @@ async def sync_connection(gw: Gateway, name: str) -> ConnectionRow:
     one waits for it and takes its result from the store.
     """
     wait = gw.settings.connect_timeout_seconds + gw.settings.upstream_timeout_seconds
-    with gw.syncing(name):
+    with syncing(gw, name):
         async with gw.db.exclusive(f"sync:{name}", wait_seconds=wait) as alone:
             if alone:
                 return await _sync(gw, name)
         row = await store.get_connection(gw.db, name)
         if row is None:
             raise NotFound(f"no connection named {name!r}")
-        await gw.install_catalog(row, await store.load_catalog(gw.db, name))
+        await install_catalog(gw, row, await store.load_catalog(gw.db, name))
         return row
 
 
@@ -340,7 +341,7 @@ async def _sync(gw: Gateway, name: str) -> ConnectionRow:
     )
     fresh = await store.get_connection(gw.db, name)
     assert fresh is not None
-    await gw.install_catalog(fresh, stored)
+    await install_catalog(gw, fresh, stored)
     return fresh
 
 
@@ -349,7 +350,7 @@ async def _failed(gw: Gateway, name: str, status: str, reason: str) -> Connectio
     await store.set_status(gw.db, name, status, reason)
     fresh = await store.get_connection(gw.db, name)
     assert fresh is not None
-    await gw.install_catalog(fresh, await store.load_catalog(gw.db, name))
+    await install_catalog(gw, fresh, await store.load_catalog(gw.db, name))
     return fresh
 
 
@@ -424,7 +425,7 @@ async def remove_connection(gw: Gateway, name: str, principal: Principal) -> Non
     await gw.upstreams.discard(name)
     if not await store.delete_connection(gw.db, name):
         raise NotFound(f"no connection named {name!r}")
-    await gw.forget_connection(name)
+    await forget_connection(gw, name)
 
 
 def connection_view(row: ConnectionRow) -> dict[str, Any]:

@@ -4,7 +4,7 @@ Every process answers searches from its own index, so each keeps the usage chann
 the store holds them. A catalog installed (at start, after a sync, after an accepted change)
 reloads its tools' examples; a recording made here installs the tool's examples it returned; a
 change another process made arrives as an announcement naming the tool (PostgreSQL) or is found
-by the catalog poll (SQLite: per tool, the count, highest id and newest time of its examples,
+by the follower's timer (SQLite: per tool, the count, highest id and newest time of its examples,
 compared with what this process loaded).
 
 Nothing here decides who may do what: the checked acts are in ``gateway.learning``.
@@ -109,7 +109,7 @@ class LearnedExamples:
 
     async def poll(self) -> None:
         """Reload the tools whose stored examples differ from what this process loaded (SQLite,
-        where no announcement comes: the catalog poll calls this)."""
+        where no announcement comes: the follower's timer calls this, ``gateway.follower``)."""
         if not self.enabled:
             return
         stored = await store.examples_signature(self._db)

@@ -86,7 +86,6 @@ async def _execute(
     interaction: Interaction | None,
 ) -> dict[str, Any]:
     interaction = interaction or Interaction()
-    await gw.sync_from_store()
     # 1. resolve: a public name, or a handle (unknown / another member's: not_found; old: handle_expired)
     if (tool is None) == (action_id is None):
         raise InvalidArguments("name the tool by exactly one of `tool` or `action_id`")

@@ -6,7 +6,8 @@ An authorization is started by one person and completed by that person alone (R-
 that fixes a connection is given to who started its flow, never written in a status reason nor
 shown to anyone else (``oauth_binding`` holds the start page and the callback's checks). When a
 session finds the organization's grant dead, nobody has started anything: the connection reads
-``needs_reauth`` and an admin refreshes it to get a link of their own.
+``needs_reauth`` and an admin refreshes it to get a link of their own (``upstream_events`` answers
+the sessions' and flows' reports).
 
 The protocol itself runs in ``toolcrib.upstream.oauth`` on the MCP SDK's client auth; here the
 gateway decides what a connection's status reads and keeps the search index in step.
@@ -22,22 +23,20 @@ from typing import Any
 
 from toolcrib.errors import NotFound
 from toolcrib.gateway import reach
+from toolcrib.gateway.catalogs import reinstall
 from toolcrib.gateway.core import Gateway, PolicySnapshot
-from toolcrib.gateway.oauth_binding import digest, link_for, start_link
+from toolcrib.gateway.oauth_binding import digest, link_for
 from toolcrib.policy.gates import Principal
 from toolcrib.store import connections as conn_store
 from toolcrib.store import oauth as grant_store
 from toolcrib.store.connections import ConnectionRow
 from toolcrib.upstream.oauth import OAuthBinding
-from toolcrib.upstream.session import UpstreamSpec
 
 __all__ = [
     "MODES",
     "authorize",
     "binding_of",
     "has_grant",
-    "on_auth_needed",
-    "on_authorized",
     "reauth_notices",
     "wait_authorized",
 ]
@@ -156,9 +155,6 @@ async def has_grant(gw: Gateway, name: str, member: str = "") -> bool:
 
 UNAUTHORIZED = "not authorized at its provider: an admin must refresh the connection to authorize it"
 """The reason of an OAuth connection without a grant that nobody is authorizing (no link in it)."""
-_DEAD = (
-    "its grant at the provider stopped working: an admin must refresh the connection to authorize it again"
-)
 _WAITING = (
     "waiting for who started its authorization to complete it at its provider (the link was given "
     "to them alone); an admin may refresh the connection for a link of their own"
@@ -191,56 +187,10 @@ async def waits_for_a_person(gw: Gateway, row: ConnectionRow) -> bool:
 
 
 async def _reinstalled(gw: Gateway, name: str) -> ConnectionRow:
-    fresh = await conn_store.get_connection(gw.db, name)
+    fresh = await reinstall(gw, name)
     if fresh is None:
         raise NotFound(f"no connection named {name!r}")
-    await gw.install_catalog(fresh, await conn_store.load_catalog(gw.db, name))
     return fresh
-
-
-async def on_auth_needed(gw: Gateway, spec: UpstreamSpec) -> str | None:
-    """A session found its grant gone (a refresh refused, a token revoked).
-
-    A member's own grant: that member's call met it, so that member starts its authorization, and
-    the start link returned is for the ``needs_reauth`` answer to them alone. The organization's
-    grant: nobody started anything, so no link is made; the connection reads ``needs_reauth``
-    (its tools leave search) until an admin refreshes it and is given a link of their own.
-    """
-    row = await conn_store.get_connection(gw.db, spec.name)
-    if row is None or spec.oauth is None or row.auth not in MODES or row.url is None:
-        return None
-    member = spec.oauth.member
-    await grant_store.put_grant(gw.db, row.name, member, tokens=None, expires_at=None)  # dead: no refreshes
-    if member:  # one member's own grant: only that member must authorize; the connection stays as it is
-        token = await gw.upstreams.authorizer.begin(spec.oauth, row.url, member)
-        return start_link(gw, token) if token is not None else None
-    await conn_store.set_status(gw.db, row.name, "needs_reauth", _DEAD)
-    await _reinstalled(gw, row.name)
-    return None
-
-
-async def on_authorized(gw: Gateway, binding: OAuthBinding, ok: bool, failure: str | None) -> None:
-    """A flow ended (a flow replaced by a newer one is not told): on success the connection syncs
-    on its new grant; otherwise its link is gone and the row says why."""
-    from toolcrib.gateway.connections import sync_connection
-
-    if binding.member:  # a member's own grant: their next call starts a session on it
-        if ok:
-            await gw.upstreams.discard(binding.account, binding.member)
-        return
-    if ok:
-        await gw.upstreams.discard(binding.account)
-        await sync_connection(gw, binding.account)
-        return
-    row = await conn_store.get_connection(gw.db, binding.account)
-    if row is None:
-        return
-    if row.status == "active" and await has_grant(gw, row.name):
-        return
-    why = f"{failure or 'the authorization did not complete'}; refresh the connection for a new link"
-    status = "needs_reauth" if row.status == "active" else row.status
-    await conn_store.set_status(gw.db, row.name, status, why)
-    await _reinstalled(gw, row.name)
 
 
 async def wait_authorized(gw: Gateway, name: str) -> ConnectionRow:

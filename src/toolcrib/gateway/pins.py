@@ -5,7 +5,7 @@ admin (``connections:write``) reads the difference and decides. Accepting makes 
 definition the accepted one: the tool is searchable and runs again. Rejecting keeps it held and
 takes it off the list until the server offers yet another definition. Each decision is one
 ``admin`` audit row, written in the transaction that records it; the catalog is installed again
-in this process at once, and other processes are told (``store.notify``).
+in this process at once, and other processes' followers reload it (``follower``).
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ import anyio
 from toolcrib.errors import InvalidArguments, NotFound
 from toolcrib.gateway import reach
 from toolcrib.gateway.audit import admin_row
+from toolcrib.gateway.catalogs import reinstall
 from toolcrib.gateway.core import Gateway
 from toolcrib.policy.gates import Principal, require_operation
-from toolcrib.store import connections as conn_store
 from toolcrib.store import pins as store
 from toolcrib.store.connections import ConnectionRow
 
@@ -37,7 +37,6 @@ async def list_changes(gw: Gateway, principal: Principal, account: str | None = 
     """The held tools awaiting a decision (of ``account`` when named), each with a unified diff of
     its accepted and offered definitions (``kind`` ``new``: nothing was accepted yet)."""
     require_operation(principal, _PERMISSION, "changes")
-    await gw.sync_from_store()
     if account is not None:
         await _reachable(gw, principal, account)
     changes = await store.waiting_changes(gw.db, account, MAX_CHANGES)
@@ -62,7 +61,6 @@ async def _decide(
     gw: Gateway, principal: Principal, account: str, tool: str, verdict: store.Verdict, sha256: str | None
 ) -> dict[str, Any]:
     require_operation(principal, _PERMISSION, verdict)
-    await gw.sync_from_store()
     row = await _reachable(gw, principal, account)
     stored = gw.catalogs.get(account, {}).get(tool)
     if stored is None or not stored.held:  # checked in memory first: odd names never reach SQL
@@ -82,7 +80,7 @@ async def _decide(
     )
     if pin is None:
         raise _stale(account, tool, sha256)
-    await _reinstall(gw, account)
+    await reinstall(gw, account)  # in this process now; the others' followers reload it
     return {"account": account, "tool": tool, "decision": verdict, "sha256": pin.offered_sha256}
 
 
@@ -93,13 +91,6 @@ def _stale(account: str, tool: str, sha256: str | None) -> Exception:
         "the server offers another definition now: review the change again",
         [{"pointer": "/sha256", "message": "not the definition offered now"}],
     )
-
-
-async def _reinstall(gw: Gateway, account: str) -> None:
-    """The decision takes effect in this process now (others reload on the announcement)."""
-    row = await conn_store.get_connection(gw.db, account)
-    if row is not None:
-        await gw.install_catalog(row, await conn_store.load_catalog(gw.db, account))
 
 
 async def _reachable(gw: Gateway, principal: Principal, account: str) -> ConnectionRow:

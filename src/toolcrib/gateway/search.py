@@ -1,4 +1,9 @@
-"""``search_tools``: ranked cards of the connected tools the caller may reach (SPEC sections 3, 5)."""
+"""``search_tools``: ranked cards of the connected tools the caller may reach (SPEC sections 3, 5).
+
+A search reads the index and catalogs this process holds, and nothing of the connections table:
+what another process changed reaches them through the background follower (``follower``), so no
+search waits on the store's poll nor queues behind a catalog being indexed.
+"""
 
 from __future__ import annotations
 
@@ -64,15 +69,14 @@ async def search_tools(gw: Gateway, principal: Principal, query: str, limit: int
 
 
 async def _search(gw: Gateway, principal: Principal, query: str, limit: int) -> dict[str, Any]:
-    """The steps of ``search_tools``. With traces on, the catalog poll, the query's encoding and the
-    ranking (its visibility and answer-or-empty gates) are spans, the handles' write a database
-    span naming its step; none carries the query."""
+    """The steps of ``search_tools``. With traces on, the query's encoding and the ranking (its
+    visibility and answer-or-empty gates) are spans, the handles' write a database span naming its
+    step; none carries the query."""
     truncated = len(query) > MAX_QUERY_CHARACTERS
     query = query[:MAX_QUERY_CHARACTERS]
     require_execute(principal)
     require_tools_scope(principal)
     limit = max(1, min(MAX_LIMIT, int(limit)))
-    await gw.sync_from_store(wait=False)  # never queue behind a catalog being indexed
     policy = await gw.policy()
     seen: dict[str, Visibility] = {}
 

@@ -30,6 +30,7 @@ from toolcrib.gateway.authorization import Provider
 from toolcrib.gateway.control import ControlPlane
 from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.identity import authenticate
+from toolcrib.gateway.process import open_gateway
 from toolcrib.gateway.surface import SURFACES
 from toolcrib.logs import RequestLog
 from toolcrib.policy.gates import Principal
@@ -237,5 +238,5 @@ async def _gateway(settings: Settings, given: Gateway | None) -> AsyncIterator[G
     if given is not None:
         yield given
         return
-    async with Gateway.open(settings) as gw:
+    async with open_gateway(settings) as gw:
         yield gw

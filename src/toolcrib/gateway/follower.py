@@ -1,0 +1,82 @@
+"""Following other processes' changes in the background (R-15.2): the one way they reach this process.
+
+The command line and other replicas change connections, catalogs, policy and search examples in
+the database; this process's memory (its index above all) learns of it here, and only here: the
+request path reads what is held and never polls the store, so no search waits on the connections
+table.
+
+- On PostgreSQL, what another process announces (``store.notify``, LISTEN/NOTIFY) is reloaded at
+  once; a slow timer (``SAFETY_NET_SECONDS`` at least) reads the connections table all the same,
+  in case an announcement was lost with no reconnection to tell.
+- On SQLite there are no announcements: a timer reads the connections table (and the search
+  examples' summary, R-5.12) every ``catalog_poll_seconds``.
+
+``process.open_gateway`` starts it (not for a one-shot command, which has nothing to follow).
+"""
+
+from __future__ import annotations
+
+import logging
+
+import anyio
+
+from toolcrib.errors import StoreError
+from toolcrib.gateway.catalogs import sync_from_store
+from toolcrib.gateway.core import Gateway
+from toolcrib.store import notify
+
+__all__ = ["SAFETY_NET_SECONDS", "follow", "on_change", "poll_interval"]
+
+logger = logging.getLogger(__name__)
+
+SAFETY_NET_SECONDS = 60.0
+"""The shortest interval of PostgreSQL's timer: announcements carry the changes, this only
+catches one that got lost."""
+_SHORTEST = 0.05
+"""No timer runs faster than this, whatever ``catalog_poll_seconds`` says (0 would spin)."""
+
+
+def poll_interval(gw: Gateway) -> float:
+    """Seconds between two reads of the connections table: ``catalog_poll_seconds`` on SQLite, a
+    safety net many times slower on PostgreSQL."""
+    every = max(_SHORTEST, gw.settings.catalog_poll_seconds)
+    return every if gw.db.is_sqlite else max(SAFETY_NET_SECONDS, 30 * every)
+
+
+async def follow(gw: Gateway) -> None:
+    """Forever: the announcements (PostgreSQL) and the timer, until the process closes."""
+    async with anyio.create_task_group() as tg:
+        if not gw.db.is_sqlite:
+
+            async def announced(kind: str) -> None:
+                await on_change(gw, kind)
+
+            tg.start_soon(notify.listen, gw.db, announced)
+        tg.start_soon(_poll, gw, poll_interval(gw))
+
+
+async def _poll(gw: Gateway, every: float) -> None:
+    while True:
+        await anyio.sleep(every)
+        try:
+            await sync_from_store(gw)
+            if gw.db.is_sqlite:  # no announcements on SQLite: examples recorded elsewhere (R-5.12)
+                await gw.learned.poll()
+        except Exception:  # nothing may escape a background task (it would end the gateway)
+            logger.warning("catalog poll: changes made elsewhere could not be installed", exc_info=True)
+
+
+async def on_change(gw: Gateway, kind: str) -> None:
+    """Another process changed ``kind`` (``notify.CATALOG``, ``notify.POLICY``, ``notify.ALL`` or
+    a tool's search examples): reload it."""
+    try:
+        if kind in (notify.POLICY, notify.ALL):
+            await gw.reload_policy()
+        if kind in (notify.CATALOG, notify.ALL):
+            await sync_from_store(gw)
+        if kind == notify.ALL:
+            await gw.learned.reload()
+        elif kind.startswith(notify.EXAMPLES):  # a tool's search examples (R-5.12)
+            await gw.learned.on_note(kind)
+    except StoreError:
+        logger.warning("change notification: the database is unavailable", exc_info=True)

@@ -1,0 +1,116 @@
+"""One gateway process's life: open the store, load, run the upstream sessions and the background
+tasks, and retire on exit.
+
+This is the one module that wires everything together (the upstream supervisor's callbacks to
+``upstream_events``, the heartbeat and housekeeping, the audit stream's deliverer, the follower of
+other processes' changes), so that ``core`` stays the shared state and imports no use case. The
+faces (``toolcrib serve``, each command of the command line) open a gateway here.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+
+import anyio
+
+from toolcrib.addresses import AddressPolicy
+from toolcrib.gateway import follower, housekeeping, upstream_events
+from toolcrib.gateway.catalogs import sync_from_store
+from toolcrib.gateway.core import Gateway, key_file
+from toolcrib.gateway.meaning import load_meaning
+from toolcrib.search.semantic import Encoder
+from toolcrib.search.semantic import load_encoder as packaged_encoder
+from toolcrib.settings import Settings
+from toolcrib.store import instances as instance_store
+from toolcrib.store import keys as key_store
+from toolcrib.store import leases as lease_store
+from toolcrib.store.crypto import SecretBox, load_or_create_key
+from toolcrib.store.database import Database
+from toolcrib.upstream.oauth import OAuthBinding
+from toolcrib.upstream.session import UpstreamSpec
+from toolcrib.upstream.supervisor import Upstreams
+
+__all__ = ["open_gateway"]
+
+
+@asynccontextmanager
+async def open_gateway(
+    settings: Settings,
+    *,
+    clock: Callable[[], float] = time.time,
+    load_encoder: Callable[[], tuple[Encoder | None, str | None]] = packaged_encoder,
+    follow_changes: bool = True,
+    addresses: AddressPolicy | None = None,
+) -> AsyncIterator[Gateway]:
+    """Open the database (migrating it), load catalogs, and run upstream sessions until exit.
+
+    The encoder of the meaning channel is loaded in a worker thread (``load_encoder`` replaces
+    the packaged one's loader); when it cannot load, search runs on words (R-5.8).
+    ``follow_changes`` false: no follower of other processes' changes (a one-shot command has
+    nothing to reload, and one cut off at exit mid-query made psycopg warn on stderr).
+    ``addresses`` replaces the address policy the settings give (a test's own resolver).
+    """
+    db = Database(settings.database_url, busy_seconds=settings.store_busy_seconds)
+    try:
+        await db.migrate()
+        key = load_or_create_key(settings.secret_key, key_file(settings))
+        box = SecretBox(key)
+        await key_store.check_key(db, key)  # one key for every process on this database
+        meaning = await load_meaning(settings.semantic, load_encoder)
+        gw = Gateway(settings, db, box, clock=clock, meaning=meaning, addresses=addresses)
+        await _load(gw)
+        async with _supervisor(gw) as upstreams:
+            gw.attach(upstreams)
+            upstreams.run_in_background(lambda: housekeeping.heartbeat(gw))
+            upstreams.run_in_background(lambda: housekeeping.housekeeping(gw))
+            if gw.audit_stream.names:
+                upstreams.run_in_background(lambda: gw.audit_stream.run(db, gw.addresses, gw.instance.id))
+            if follow_changes:
+                upstreams.run_in_background(lambda: follower.follow(gw))
+            try:
+                yield gw
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await lease_store.release(db, housekeeping.LEASE, gw.instance.id)
+                    await instance_store.retire(db, gw.instance)
+                if gw.jwt_verifier is not None:
+                    await gw.jwt_verifier.aclose()
+                gw.index.close()
+    finally:
+        await db.close()
+
+
+async def _load(gw: Gateway) -> None:
+    """Register this process, recover dead calls, purge the expired, and load every catalog."""
+    await instance_store.register(gw.db, gw.instance, gw.clock())
+    await housekeeping.recover_orphans(gw.db, gw.instance, gw.clock(), gw.settings)
+    await housekeeping.purge_expired(gw.db, gw.clock(), gw.settings)
+    await sync_from_store(gw)
+
+
+def _supervisor(gw: Gateway) -> AbstractAsyncContextManager[Upstreams]:
+    """The upstream supervisor, its reports answered by ``upstream_events``."""
+    settings = gw.settings
+
+    async def on_changed(name: str) -> None:
+        await upstream_events.on_tools_changed(gw, name)
+
+    async def on_auth_needed(spec: UpstreamSpec) -> str | None:
+        return await upstream_events.on_auth_needed(gw, spec)
+
+    async def on_authorized(binding: OAuthBinding, ok: bool, why: str | None) -> None:
+        await upstream_events.on_authorized(gw, binding, ok, why)
+
+    return Upstreams.running(
+        call_timeout=settings.upstream_timeout_seconds,
+        connect_timeout=settings.connect_timeout_seconds,
+        backoff=settings.restart_backoff_seconds,
+        idle_stop=settings.idle_stop_seconds,
+        max_message_bytes=settings.max_upstream_message_bytes,
+        on_tools_changed=on_changed,
+        on_auth_needed=on_auth_needed,
+        on_authorized=on_authorized,
+        addresses=gw.addresses,
+    )
