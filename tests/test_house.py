@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import ast
+import re
+import tomllib
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -57,6 +60,137 @@ def test_no_runtime_package_imports_eval() -> None:
         if "eval" in _imports(path)
     ]
     assert offending == []
+
+
+# --- no import circles (#25) -------------------------------------------------------------------
+# Every import counts: at module level, inside a function, under TYPE_CHECKING. A function-level
+# import may load something heavy late (the OpenTelemetry SDK, the encoder, the CLI's commands);
+# it may never be the way round a circle.
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(SRC.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """Module -> the toolcrib modules it imports (``from pkg import sub`` is an edge to ``pkg.sub``
+    when ``sub`` is a module, to ``pkg`` otherwise)."""
+    paths = {_module_name(path): path for path in SRC.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, path in paths.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        edges: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                edges.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*anchor, base] if base else anchor)
+                for alias in node.names:
+                    sub = f"{base}.{alias.name}"
+                    edges.add(sub if sub in paths else base)
+        graph[name] = {edge for edge in edges if edge in paths and edge != name}
+    return graph
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_no_import_circles() -> None:
+    assert _circles(_import_graph()) == []
+
+
+def test_the_circle_check_sees_a_deferred_import() -> None:
+    """The check itself: a circle closed by an import inside a function is found."""
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert _circles(graph) == [["a", "b", "c"]]
+
+
+# --- every declared dependency is used (#25) ----------------------------------------------------
+
+# Dependencies the code names instead of importing: the database drivers SQLAlchemy loads from the
+# URL's dialect, and the demo's MCP servers `make run` starts as commands. Each must still appear.
+USED_BY_NAME = {
+    "aiosqlite": (SRC / "settings.py", "sqlite+aiosqlite"),
+    "psycopg": (SRC / "settings.py", "postgresql+psycopg"),
+    "mcp-server-time": (SRC / "cli" / "quickstart.py", '"mcp-server-time"'),
+    "mcp-server-git": (SRC / "cli" / "quickstart.py", '"mcp-server-git"'),
+}
+
+
+def _declared() -> list[str]:
+    """The run-time dependencies and every extra but ``dev``, by normalized distribution name."""
+    project = tomllib.loads((SRC.parents[1] / "pyproject.toml").read_text())["project"]
+    wanted = list(project["dependencies"])
+    for extra, names in project["optional-dependencies"].items():
+        if extra != "dev":
+            wanted += names
+    return sorted({re.sub(r"[-_.]+", "-", re.split(r"[\[<>=!~ ;]", spec)[0]).lower() for spec in wanted})
+
+
+def test_every_declared_dependency_is_used() -> None:
+    imported: set[str] = set()
+    for path in SRC.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                imported.update(alias.name.partition(".")[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                imported.add(node.module.partition(".")[0])
+    modules: dict[str, set[str]] = {}
+    for module, dists in metadata.packages_distributions().items():
+        for dist in dists:
+            modules.setdefault(re.sub(r"[-_.]+", "-", dist).lower(), set()).add(module)
+    unused = []
+    for name in _declared():
+        if name in USED_BY_NAME:
+            path, text = USED_BY_NAME[name]
+            if text not in path.read_text():
+                unused.append(name)
+        elif not modules.get(name, set()) & imported:
+            unused.append(name)
+    assert unused == []
 
 
 def test_every_setting_has_a_docstring() -> None:

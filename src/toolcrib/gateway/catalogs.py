@@ -20,7 +20,7 @@ import anyio
 
 from toolcrib.catalog.records import ExactRecord, canonical_json
 from toolcrib.gateway.core import Gateway, PolicySnapshot
-from toolcrib.search.index import SearchDoc
+from toolcrib.search.documents import SearchDoc
 from toolcrib.store import connections as conn_store
 from toolcrib.store.connections import ConnectionRow, StoredTool
 

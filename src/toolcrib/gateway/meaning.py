@@ -30,7 +30,8 @@ import anyio
 import numpy as np
 
 from toolcrib import tracing
-from toolcrib.search.index import SearchDoc, SearchIndex, SearchResult
+from toolcrib.search.documents import SearchDoc
+from toolcrib.search.index import SearchIndex, SearchResult
 from toolcrib.search.semantic import DIMENSIONS, Encoder, Matrix, doc_text, load_encoder
 from toolcrib.search.usage import PastSearch
 from toolcrib.search.vectors import MODEL_ID
