@@ -3,11 +3,11 @@
 .venv/bin/python bench/report.py          # rewrite the marked tables in README.md and docs/
 .venv/bin/python bench/report.py --check  # exit 1 when a marked table differs from its JSON
 
-A marked table sits between ``<!-- NAME:begin -->`` and ``<!-- NAME:end -->``; NAME is the JSON file
-it comes from (``search-quality`` <- bench/out/search_quality.json, ``search-speed`` <-
-search_speed.json, ``overhead`` <- overhead.json, ``learning-curve`` <- learning_curve.json).
-tests/test_docs.py runs the check, so a table
-that drifts from its figures fails the suite.
+A marked table sits between ``<!-- NAME:begin -->`` and ``<!-- NAME:end -->`` in README.md or any
+docs/*.md page; RENDERERS names the JSON under bench/out/ each NAME is drawn from and the bench
+that writes it. tests/test_docs.py runs the check, so a table that drifts from its figures (edited
+by hand, or a JSON re-measured without re-rendering) fails the suite; it also fails when a table of
+figures sits outside markers, and when a renderer draws no table.
 """
 
 from __future__ import annotations
@@ -354,6 +354,60 @@ def typo_matching(data: dict[str, Any]) -> str:
     )
 
 
+RANKER_COLUMNS = (
+    ("dev hit@1", "intents_dev", "hit@1"),
+    ("dev hit@3", "intents_dev", "hit@3"),
+    ("MetaTool hit@1", "metatool", "hit@1"),
+    ("MetaTool hit@3", "metatool", "hit@3"),
+    ("LiveMCPBench hit@1", "livemcpbench", "hit@1"),
+    ("R@5", "livemcpbench", "r@5"),
+    ("answered: dev / MetaTool / LiveMCPBench", "", "positives_non_empty"),
+)
+
+
+def ranker(data: dict[str, Any]) -> str:
+    """bench/fit_gate.py's gate_cv.json: the list-wise ranker and its gate, held-out, in both modes."""
+    header = "| ranker: whole lists (conditional logit), same gate | " + " | ".join(
+        c[0] for c in RANKER_COLUMNS
+    )
+    lines = [header + " |", "|---|" + "---|" * len(RANKER_COLUMNS)]
+    for mode, label in (("semantic", "words and meaning (the gateway)"), ("lexical", "words only")):
+        figures = data[mode]
+        cells = [_cell(figures[s][m]) for _, s, m in RANKER_COLUMNS if s]
+        answered = " / ".join(
+            _cell(figures[s]["positives_non_empty"]) for s in ("intents_dev", "metatool", "livemcpbench")
+        )
+        lines.append(f"| {label} | " + " | ".join([*cells, answered]) + " |")
+    return "\n".join(lines)
+
+
+ENCODER_SETS = (
+    ("MetaTool", "metatool", ("hit@1", "hit@3")),
+    ("LiveMCPBench", "livemcpbench", ("hit@1", "r@5")),
+    ("intents_dev", "intents_dev", ("hit@1", "hit@3")),
+)
+
+
+def encoders(data: dict[str, Any]) -> str:
+    """bench/encoders.py: cosine alone, the shipped encoder beside all-mpnet-base-v2 on the same texts."""
+    names = list(data["metatool"])
+    header = "| encoder, cosine alone | " + " | ".join(
+        f"{label} {' / '.join(m for m in metrics)}" for label, _, metrics in ENCODER_SETS
+    )
+    lines = [header + " | seconds to encode the three sets |", "|---|" + "---|" * (len(ENCODER_SETS) + 1)]
+    seconds = {n: sum(data[s][n]["encode_seconds"] for _, s, _ in ENCODER_SETS) for n in names}
+    for name in names:
+        cells = [" / ".join(_cell(data[s][name][m]) for m in metrics) for _, s, metrics in ENCODER_SETS]
+        lines.append(f"| {name} | " + " | ".join(cells) + f" | {seconds[name]:,.0f} |")
+    shipped, other = names[0], names[-1]
+    lines += [
+        "",
+        f"{other} took {seconds[other] / seconds[shipped]:.0f} × the shipped encoder's time "
+        "on the same texts.",
+    ]
+    return "\n".join(lines)
+
+
 RENDERERS = {
     "learning-curve": ("learning_curve.json", learning_curve),
     "search-quality": ("search_quality.json", search_quality),
@@ -367,6 +421,7 @@ RENDERERS = {
     "tracing": ("tracing.json", tracing),
     "audit-stream": ("audit_stream.json", audit_stream),
     "typo-matching": ("typo_matching.json", typo_matching),
+    "ranker": ("gate_cv.json", ranker),
 }
 
 

@@ -163,3 +163,27 @@ def test_the_configuration_reference_command_writes_the_page(tmp_path: Path) -> 
     assert out.read_text(encoding="utf-8") == (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
     shown = subprocess.run([*TOOLCRIB, "--help"], env=env_for(), capture_output=True, text=True, check=False)
     assert "config-reference" not in shown.stdout  # hidden: it writes a doc of this repository
+
+
+FIGURE = re.compile(
+    r"^\**[~≈]?[-+]?\d[\d,]*(\.\d+)?\s*(ms|µs|s|MB|KB|GB|%|×|texts/s|tools/s|calls/s)\**$"  # 1.2 ms, 64 MB
+    r"|^\**[-+]?\d*\.\d+\**$"  # 0.925
+)
+
+
+@pytest.mark.parametrize("page", [README_PATH, *sorted((ROOT / "docs").glob("*.md"))], ids=lambda p: p.name)
+def test_no_table_of_figures_is_typed_by_hand(page: Path) -> None:
+    """#25: a measured figure in a table comes from bench/out/*.json, between a renderer's markers.
+
+    A record of earlier rounds (after a ``<!-- history: ... -->`` line, docs/performance.md) keeps
+    the figures of the commits it names; their JSON was replaced by later runs."""
+    text = re.sub(
+        r"<!-- ([\w-]+):begin -->.*?<!-- \1:end -->", "", page.read_text(encoding="utf-8"), flags=re.S
+    )
+    text = text.split("<!-- history:")[0]
+    typed = [
+        line
+        for line in text.splitlines()
+        if line.startswith("|") and any(FIGURE.match(cell.strip()) for cell in line.strip("| ").split("|"))
+    ]
+    assert typed == []

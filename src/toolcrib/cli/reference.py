@@ -41,7 +41,9 @@ one database: [replicas.md](replicas.md)).
 Besides these, the command line finds the database in `--database URL`, else
 `TOOLCRIB_DATABASE_URL`, else a `toolcrib.toml` (`database_url = "sqlite:///…"`) or a `.env` in
 the current directory, which `toolcrib init` and `make run` write. OpenTelemetry traces follow the
-standard `OTEL_EXPORTER_OTLP_ENDPOINT` ([operating.md](operating.md)).
+standard `OTEL_EXPORTER_OTLP_ENDPOINT` ([operating.md](operating.md)). The sign-in settings
+(`TOOLCRIB_OIDC_*`) are explained per provider in [identity.md](identity.md), the audit stream's
+(`TOOLCRIB_AUDIT_*`) in [audit-stream.md](audit-stream.md).
 
 | variable | type | default | meaning |
 |---|---|---|---|
