@@ -392,7 +392,7 @@ def encoders(data: dict[str, Any]) -> str:
     """bench/encoders.py: cosine alone, the shipped encoder beside all-mpnet-base-v2 on the same texts."""
     names = list(data["metatool"])
     header = "| encoder, cosine alone | " + " | ".join(
-        f"{label} {' / '.join(m for m in metrics)}" for label, _, metrics in ENCODER_SETS
+        f"{label} {' / '.join(m.replace('r@', 'R@') for m in metrics)}" for label, _, metrics in ENCODER_SETS
     )
     lines = [header + " | seconds to encode the three sets |", "|---|" + "---|" * (len(ENCODER_SETS) + 1)]
     seconds = {n: sum(data[s][n]["encode_seconds"] for _, s, _ in ENCODER_SETS) for n in names}
