@@ -141,7 +141,16 @@ def main() -> None:
             f"{r['audit_ok_rows']:>12}{r['no_lost_row']!s:>12}"
         )
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"cores": os.cpu_count(), "results": results}, indent=2) + "\n")
+    figures = {
+        "cores": os.cpu_count(),
+        "postgres": server.version(),  # "postgres (PostgreSQL) 15.x": the table names the major version
+        "calls": args.calls,
+        "clients": args.clients,
+        "warmup": WARMUP,
+        "load_average": [round(x, 1) for x in os.getloadavg()],  # at the end: how shared the cores were
+        "results": results,
+    }
+    args.out.write_text(json.dumps(figures, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -3,11 +3,11 @@
 .venv/bin/python bench/report.py          # rewrite the marked tables in README.md and docs/
 .venv/bin/python bench/report.py --check  # exit 1 when a marked table differs from its JSON
 
-A marked table sits between ``<!-- NAME:begin -->`` and ``<!-- NAME:end -->``; NAME is the JSON file
-it comes from (``search-quality`` <- bench/out/search_quality.json, ``search-speed`` <-
-search_speed.json, ``overhead`` <- overhead.json, ``learning-curve`` <- learning_curve.json).
-tests/test_docs.py runs the check, so a table
-that drifts from its figures fails the suite.
+A marked table sits between ``<!-- NAME:begin -->`` and ``<!-- NAME:end -->`` in README.md or any
+docs/*.md page; RENDERERS names the JSON under bench/out/ each NAME is drawn from and the bench
+that writes it. tests/test_docs.py runs the check, so a table that drifts from its figures (edited
+by hand, or a JSON re-measured without re-rendering) fails the suite; it also fails when a table of
+figures sits outside markers, and when a renderer draws no table.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "bench" / "out"
-DOCS = (ROOT / "README.md", ROOT / "docs" / "search.md", ROOT / "docs" / "performance.md")
+DOCS = (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")))  # every page a table may sit in
 
 QUALITY_COLUMNS = (
     ("dev hit@1", "intents_dev", "hit@1"),
@@ -173,11 +173,262 @@ def learning_curve(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def context(data: dict[str, Any]) -> str:
+    """bench/context.py: the R-4.9 fixture against the published design, then real catalogs growing."""
+    fx, pub = data["fixture"], data["fixture"]["published"]
+    lines = [
+        "| R-4.9 fixture | raw bytes | model-facing bytes | cut | ≈ tokens |",
+        "|---|---|---|---|---|",
+        f"| toolcrib (meta-tools {fx['meta_tools_bytes']:,} "
+        f"+ search response {fx['search_response_bytes']:,}) "
+        f"| {fx['raw_bytes']:,} | **{fx['surface_bytes']:,}** | {fx['cut_percent']:.2f}% "
+        f"| {fx['raw_tokens_estimate']:,} → {fx['surface_tokens_estimate']:,} |",
+        f"| published bridge design | {pub['raw_bytes']:,} | {pub['surface_bytes']:,} "
+        f"| {pub['cut_percent']:.2f}% "
+        f"| {pub['raw_bytes'] // 4:,} → {pub['surface_bytes'] // 4:,} |",
+        "",
+        "| connections | tools | flat `tools/list` bytes | toolcrib bytes (list + one 3-card search) "
+        "| the same with the 3 largest cards | cut |",
+        "|---|---|---|---|---|---|",
+    ]
+    rows = data["catalogs"]
+    shown = [r for r in rows if r["connections"] in (1, 5, 10) or r is rows[-1] or r is rows[-2]]
+    for r in shown:
+        lines.append(
+            f"| {r['connections']:,} | {r['tools']:,} | {r['flat_listing_bytes']:,} "
+            f"| {r['toolcrib_bytes']:,} "
+            f"| {r['toolcrib_worst_bytes']:,} | {r['cut_percent']:.1f}% |"
+        )
+    return "\n".join(lines)
+
+
+def replicas(data: dict[str, Any]) -> str:
+    """bench/replicas.py: calls through 1 and 3 replicas on PostgreSQL and 1 on SQLite, one run."""
+    major = re.search(r"PostgreSQL\)\s*(\d+)", data["postgres"])
+    postgres = f"PostgreSQL {major.group(1)}" if major else "PostgreSQL"
+    where = f"{data['cores']} cores shared with other work, one run"
+    if "load_average" in data:
+        where += f" (load average {', '.join(f'{x:.1f}' for x in data['load_average'])} at its end)"
+    lines = [
+        f"`python bench/replicas.py` ({data['calls']:,} `execute_tool` calls from {data['clients']} clients, "
+        f"round robin, after {data['warmup']} warm-up calls; the server started by the run) on {where}:",
+        "",
+        "| store | replicas | calls/s | p50 ms | p99 ms | audit rows `ok` |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in data["results"]:
+        store = postgres if r["setup"] == "PostgreSQL" else r["setup"]
+        expected = r["calls"] + data["warmup"]
+        lines.append(
+            f"| {store} | {r['replicas']} | {r['calls_per_s']:.0f} | {r['p50_ms']:.0f} | {r['p99_ms']:.0f} "
+            f"| {r['audit_ok_rows']:,} of {expected:,} |"
+        )
+    return "\n".join(lines)
+
+
+def cli(data: dict[str, Any]) -> str:
+    """bench/cli.py: each command's median wall time as a real process, against ``python -c pass``."""
+    lines = [
+        f"Median of {data['runs']} runs of each, load average {data['load_average']:.1f}:",
+        "",
+        "| command | median | × `python -c pass` |",
+        "|---|---|---|",
+    ]
+    for command, figures in data["commands"].items():
+        if command != "python -c pass":
+            lines.append(f"| `{command}` | {figures['median_s']:.2f} s | {figures['ratio_to_python']:.0f} |")
+    base = data["commands"]["python -c pass"]["median_s"] * 1000
+    lines += ["", f"`python -c pass` itself: {base:.1f} ms."]
+    return "\n".join(lines)
+
+
+def governance(data: dict[str, Any]) -> str:
+    """bench/overhead.py --governance: a rate limit with pins, and an OAuth grant, against the baseline."""
+    any_store = next(iter(data.values()))
+    rounds = len(any_store["rounds"]["baseline"])
+    lines = [
+        f"{rounds} rounds × {any_store['calls_per_half']:,} sequential calls each way, interleaved:",
+        "",
+        "| store | baseline p50 | limit + pins | × | OAuth grant | × | the limit's check alone p50 / p90 |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for store, label in (("sqlite", "SQLite"), ("postgresql", "PostgreSQL")):
+        if store not in data:
+            continue
+        g = data[store]
+        check = f"{g['check_alone_p50_us']:.1f} / {g['check_alone_p90_us']:.1f} µs"
+        if store == "postgresql":
+            check = f"{g['check_alone_p50_us']:.0f} / {g['check_alone_p90_us']:.0f} µs (its one statement)"
+        lines.append(
+            f"| {label} | {g['p50_ms_baseline']:.2f} ms | {g['p50_ms_limit_and_pins']:.2f} ms "
+            f"| {g['ratio_limit_and_pins']:.2f} | {g['p50_ms_oauth']:.2f} ms | {g['ratio_oauth']:.2f} "
+            f"| {check} |"
+        )
+    return "\n".join(lines)
+
+
+HOT_PATH_PARTS = {
+    "bare httpx2 POST": "a bare httpx2 POST of the same `tools/call` (the HTTP client alone)",
+    "MCP SDK client": "the MCP SDK's client `call_tool` (what the gateway calls upstream with)",
+    "UpstreamSession.call_tool": (
+        "toolcrib's `UpstreamSession.call_tool` (the SDK client with bounds and translation)"
+    ),
+    "authenticate": "`authenticate` (the grant read of every request)",
+    "execute_tool": (
+        "`execute_tool` (policy, validation, the audit row opened and closed, shaping, and the call)"
+    ),
+}
+
+
+def hot_path_parts(data: dict[str, Any]) -> str:
+    """bench/hot_path_parts.py: each part of a call alone, in one process, CPU per call."""
+    cpu = data["cpu_ms_per_call"]
+    lines = [f"{data['calls']:,} calls of each part:", "", "| part | CPU ms per call |", "|---|---|"]
+    lines += [f"| {HOT_PATH_PARTS.get(part, part)} | {ms:.2f} |" for part, ms in cpu.items()]
+    pipeline = cpu["execute_tool"] - cpu["UpstreamSession.call_tool"]
+    sdk = cpu["MCP SDK client"] - cpu["bare httpx2 POST"]
+    lines += [
+        "",
+        f"So the pipeline around the upstream call costs {pipeline:.2f} ms and the SDK's client "
+        f"{sdk:.2f} ms over httpx2.",
+    ]
+    return "\n".join(lines)
+
+
+def tracing(data: dict[str, Any]) -> str:
+    """bench/overhead.py --tracing: the same calls with traces exported and without."""
+    rounds = len(data["rounds"]["p50_ms"]["off"])
+    lines = [
+        f"{rounds} rounds of {data['calls_per_round']:,} calls each way; {data['exporter']}; "
+        f"{data['spans_per_call']:.0f} spans per call.",
+        "",
+        "| traces | p50 | p90 | gateway CPU per call |",
+        "|---|---|---|---|",
+        f"| off | {data['p50_ms_off']:.2f} ms | {data['p90_ms_off']:.2f} ms "
+        f"| {data['gateway_cpu_ms_per_call_off']:.2f} ms |",
+        f"| on | {data['p50_ms_on']:.2f} ms | {data['p90_ms_on']:.2f} ms "
+        f"| {data['gateway_cpu_ms_per_call_on']:.2f} ms |",
+        f"| on / off | {data['ratio_p50']:.2f} × | {data['ratio_p90']:.2f} × "
+        f"| {data['ratio_gateway_cpu']:.2f} × |",
+    ]
+    return "\n".join(lines)
+
+
+def audit_stream(data: dict[str, Any]) -> str:
+    """bench/overhead.py --audit-stream: a webhook sink against none, call by call, same run."""
+    got = data["received"]
+    write_off, write_on = data["audit_write_p50_us_off"], data["audit_write_p50_us_on"]
+    rounds = len(data["rounds"]["off"])
+    lines = [
+        "| | no sink | a webhook sink | on / off |",
+        "|---|---|---|---|",
+        f"| `execute_tool` p50 ({rounds} rounds of {data['calls_per_side']:,} calls per side) "
+        f"| {data['p50_ms_off']:.2f} ms | {data['p50_ms_on']:.2f} ms | {data['ratio_on']:.3f} × |",
+        f"| a call's audit writes alone (open + close, in process), p50 | {write_off:,.0f} µs "
+        f"| {write_on:,.0f} µs | {write_on / write_off:.2f} × |",
+        "",
+        f"Median of on − off over call pairs: {data['paired_delta_ms_median']:+.3f} ms. The receiver got "
+        f"{got['events']:,} events in {got['posts']:,} POSTs ({got['distinct_ids']:,} distinct ids, "
+        f"{data['audited_on']:,} audited calls), drained {data['drained_after_s']:.2f} s after the last "
+        "call.",
+    ]
+    return "\n".join(lines)
+
+
+def typo_matching(data: dict[str, Any]) -> str:
+    """bench/typo_matching.py: R-5.7's trigram index against rapidfuzz's ratio, the same words."""
+    return "\n".join(
+        [
+            f"| {data['words']:,} words with a letter dropped or doubled, "
+            f"vocabulary of {data['vocabulary']:,} "
+            "| µs per word |",
+            "|---|---|",
+            f"| trigram index (R-5.7, shipped) | {data['trigram_index_us_per_word']:.1f} |",
+            "| rapidfuzz `process.extract` with `fuzz.ratio` over the whole vocabulary "
+            f"| {data['rapidfuzz_ratio_us_per_word']:.1f} |",
+            "",
+            f"rapidfuzz takes {data['ratio_rapidfuzz_over_trigram']:.2f} × the trigram index's time; "
+            "the two agree "
+            f"on the best word for {data['same_best_word']:,} of the {data['words']:,} words.",
+        ]
+    )
+
+
+RANKER_COLUMNS = (
+    ("dev hit@1", "intents_dev", "hit@1"),
+    ("dev hit@3", "intents_dev", "hit@3"),
+    ("MetaTool hit@1", "metatool", "hit@1"),
+    ("MetaTool hit@3", "metatool", "hit@3"),
+    ("LiveMCPBench hit@1", "livemcpbench", "hit@1"),
+    ("R@5", "livemcpbench", "r@5"),
+    ("answered: dev / MetaTool / LiveMCPBench", "", "positives_non_empty"),
+)
+
+
+def ranker(data: dict[str, Any]) -> str:
+    """bench/fit_gate.py's gate_cv.json: the list-wise ranker and its gate, held-out, in both modes."""
+    header = "| ranker: whole lists (conditional logit), same gate | " + " | ".join(
+        c[0] for c in RANKER_COLUMNS
+    )
+    lines = [header + " |", "|---|" + "---|" * len(RANKER_COLUMNS)]
+    for mode, label in (("semantic", "words and meaning (the gateway)"), ("lexical", "words only")):
+        figures = data[mode]
+        cells = [_cell(figures[s][m]) for _, s, m in RANKER_COLUMNS if s]
+        answered = " / ".join(
+            _cell(figures[s]["positives_non_empty"]) for s in ("intents_dev", "metatool", "livemcpbench")
+        )
+        lines.append(f"| {label} | " + " | ".join([*cells, answered]) + " |")
+    return "\n".join(lines)
+
+
+ENCODER_SETS = (
+    ("MetaTool", "metatool", ("hit@1", "hit@3")),
+    ("LiveMCPBench", "livemcpbench", ("hit@1", "r@5")),
+    ("intents_dev", "intents_dev", ("hit@1", "hit@3")),
+)
+
+
+def encoders(data: dict[str, Any]) -> str:
+    """bench/encoders.py: cosine alone, the shipped encoder beside all-mpnet-base-v2 on the same texts.
+
+    Time is MetaTool's alone: both encoders read its 199 tools and 1,592 requests from scratch, while
+    the later sets share the 623-tool catalog, whose vectors the bench caches for the larger model."""
+    names = list(data["metatool"])
+    header = "| encoder, cosine alone | " + " | ".join(
+        f"{label} {' / '.join(m.replace('r@', 'R@') for m in metrics)}" for label, _, metrics in ENCODER_SETS
+    )
+    lines = [
+        header + " | seconds to encode MetaTool's tools and requests |",
+        "|---|" + "---|" * (len(ENCODER_SETS) + 1),
+    ]
+    seconds = {name: data["metatool"][name]["encode_seconds"] for name in names}
+    for name in names:
+        cells = [" / ".join(_cell(data[s][name][m]) for m in metrics) for _, s, metrics in ENCODER_SETS]
+        lines.append(f"| {name} | " + " | ".join(cells) + f" | {seconds[name]:,.1f} |")
+    shipped, other = names[0], names[-1]
+    lines += [
+        "",
+        f"{other} took {seconds[other] / seconds[shipped]:,.0f} × the shipped encoder's time "
+        "on the same texts.",
+    ]
+    return "\n".join(lines)
+
+
 RENDERERS = {
     "learning-curve": ("learning_curve.json", learning_curve),
     "search-quality": ("search_quality.json", search_quality),
     "search-speed": ("search_speed.json", search_speed),
     "overhead": ("overhead.json", overhead),
+    "context": ("context.json", context),
+    "replicas": ("replicas.json", replicas),
+    "cli": ("cli.json", cli),
+    "governance": ("governance.json", governance),
+    "hot-path-parts": ("hot_path_parts.json", hot_path_parts),
+    "tracing": ("tracing.json", tracing),
+    "audit-stream": ("audit_stream.json", audit_stream),
+    "typo-matching": ("typo_matching.json", typo_matching),
+    "ranker": ("gate_cv.json", ranker),
+    "encoders": ("encoders.json", encoders),
 }
 
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from toolcrib.cli import admin, orgfile
+from toolcrib.cli import admin, orgfile, reference
 from toolcrib.cli.approvals import approvals_app
 from toolcrib.cli.common import DatabaseOption, JsonOption, console, emit, fail, run_gateway, settings_for
 from toolcrib.cli.grants import grants_app
@@ -59,6 +59,7 @@ app.add_typer(approvals_app, name="approvals")
 app.add_typer(grants_app, name="grants")
 app.add_typer(limits_app, name="limits")
 orgfile.register(app)  # plan / apply / export / schema (#26)
+reference.register(app)  # config-reference, hidden: writes docs/configuration.md (#25)
 try:
     from toolcrib.cli.eval import eval_app
 
