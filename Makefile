@@ -63,3 +63,18 @@ bench: install ## benchmarks: each prints a table and writes JSON under bench/ou
 
 clean:
 	rm -rf $(VENV) .toolcrib .mypy_cache .ruff_cache .pytest_cache
+
+# ContextForge beside toolcrib in bench/overhead.py (#25) needs a venv of its own: 1.1.0 runs on
+# Python 3.12 only. `make contextforge-venv PY312=/path/to/python3.12`, then run the bench with
+# TOOLCRIB_BENCH_CONTEXTFORGE_VENV naming it; CONTEXTFORGE=1.0.7 (Python 3.11 or 3.12) for the older one.
+PY312             ?= python3.12
+CONTEXTFORGE      ?= 1.1.0
+CONTEXTFORGE_VENV ?= $(CURDIR)/.venv-contextforge
+
+.PHONY: contextforge-venv
+contextforge-venv: ## a venv with ContextForge for bench/overhead.py (PY312=..., CONTEXTFORGE=..., CONTEXTFORGE_VENV=...)
+	@$(PY312) -c 'import sys; v = "$(CONTEXTFORGE)"; old = v.startswith("1.0"); sys.exit(0 if old or sys.version_info >= (3, 12) else f"ContextForge {v} needs Python 3.12; $(PY312) is {sys.version.split()[0]} (make contextforge-venv PY312=/path/to/python3.12)")'
+	$(PY312) -m venv $(CONTEXTFORGE_VENV)
+	$(CONTEXTFORGE_VENV)/bin/pip install --quiet --upgrade pip
+	$(CONTEXTFORGE_VENV)/bin/pip install mcp-contextforge-gateway==$(CONTEXTFORGE)
+	@echo "==> TOOLCRIB_BENCH_CONTEXTFORGE_VENV=$(CONTEXTFORGE_VENV) $(BIN)/python bench/overhead.py"

@@ -6,11 +6,21 @@ import os
 import socket
 import subprocess
 import time
+from contextlib import suppress
 from pathlib import Path
 
 import httpx2
 
-__all__ = ["cpu_seconds", "free_port", "rss_mb", "stop", "wait_http"]
+__all__ = [
+    "cpu_seconds",
+    "descendants",
+    "free_port",
+    "pss_mb",
+    "rss_mb",
+    "stop",
+    "tree_cpu_seconds",
+    "wait_http",
+]
 
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -40,6 +50,48 @@ def wait_http(url: str, proc: subprocess.Popen[bytes], timeout: float = 60.0, *,
 def cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime (fields 14, 15)
+
+
+def descendants(pid: int) -> list[int]:
+    """The live processes under ``pid`` (children, grandchildren, ...), from /proc's parent ids:
+    a server that forks workers (ContextForge 1.1.0's sandbox pools) spends and holds in them too."""
+    parents: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue  # gone meanwhile
+        parents.setdefault(ppid, []).append(int(stat.parent.name))
+    found, todo = [], [pid]
+    while todo:
+        for child in parents.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """``cpu_seconds`` of ``pid`` and its live descendants together."""
+    total = 0.0
+    for each in [pid, *descendants(pid)]:
+        with suppress(OSError):  # exited between the listing and the read
+            total += cpu_seconds(each)
+    return total
+
+
+def pss_mb(pids: list[int]) -> float:
+    """The proportional set size of ``pids`` together: pages forked workers share with their
+    parent count once (summing RSS would count them in every worker)."""
+    total = 0
+    for pid in pids:
+        try:
+            rollup = Path(f"/proc/{pid}/smaps_rollup").read_text()
+        except OSError:
+            continue
+        for line in rollup.splitlines():
+            if line.startswith("Pss:"):
+                total += int(line.split()[1])
+    return total / 1024
 
 
 def rss_mb(pid: int) -> float:

@@ -23,9 +23,12 @@ Same run, same machine, loopback only:
   against the same gateway without ``OTEL_*`` variables, p50 ratio (``bench/_tracing_cost.py``).
 
 - ContextForge, when ``TOOLCRIB_BENCH_CONTEXTFORGE_VENV`` names a venv that holds it
-  (``bench/_contextforge.py``): its stateful and its stateless mode on the same upstream,
-  sequential and 16 clients, its CPU per call, start-up and idle RSS; otherwise the report says
-  why there is no such row.
+  (``bench/_contextforge.py``: 1.1.0 on Python 3.12, or 1.0.7): its stateful and its stateless
+  mode on the same upstream, sequential and 16 clients, its CPU per call (its forked workers
+  included), start-up and idle memory, with its version and Python in the table and the JSON.
+  Without the variable the table and the JSON say there is no such row and why; with it set, a
+  ContextForge that cannot be started fails the bench (exit 1, the reason and the redacted tail of
+  its output), checked before the other runs where it can be.
 
     PYTHONPATH=src python bench/overhead.py [--calls 300] [--seconds 10]
 """
@@ -54,7 +57,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 import _contextforge as contextforge
-from _procs import cpu_seconds, free_port, rss_mb, stop, wait_http
+from _procs import cpu_seconds, free_port, rss_mb, stop, tree_cpu_seconds, wait_http
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "bench" / "out" / "overhead.json"
@@ -166,25 +169,27 @@ async def _side(
     pid: int | None,
     rows: Callable[[], int] | None,
     clients: tuple[int, ...] = (16, 64, 50),
+    cpu: Callable[[int], float] = cpu_seconds,
 ) -> dict[str, Any]:
     """Sequential, then the concurrent phases named in ``clients`` (16 and 64 clients for
-    ``--seconds``, 50 x 20 calls), each client with a session of its own."""
+    ``--seconds``, 50 x 20 calls), each client with a session of its own; ``cpu`` reads the
+    gateway's CPU seconds (``tree_cpu_seconds`` for one that forks workers)."""
     out: dict[str, Any] = {}
     async with open_call() as call, _profiled(args, pid, "sequential"):
-        cpu0 = cpu_seconds(pid) if pid else 0.0
+        cpu0 = cpu(pid) if pid else 0.0
         out["sequential"] = await _sequential(call, args.calls)
         if pid:
             out["sequential"]["gateway_cpu_ms_per_call"] = round(
-                (cpu_seconds(pid) - cpu0) * 1000 / (args.calls + 10), 2
+                (cpu(pid) - cpu0) * 1000 / (args.calls + 10), 2
             )
     for n, timed, each in (phase for phase in _PHASES if phase[0] in clients):
         seconds = args.seconds if timed else None
         async with _many(open_call, n) as calls, _profiled(args, pid if n == 16 else None, "c16"):
             before = rows() if rows else 0
-            cpu0 = cpu_seconds(pid) if pid else 0.0
+            cpu0 = cpu(pid) if pid else 0.0
             run = await _concurrent(calls, seconds=seconds, each=each)
             if pid:
-                run["gateway_cpu_ms_per_call"] = round((cpu_seconds(pid) - cpu0) * 1000 / run["calls"], 2)
+                run["gateway_cpu_ms_per_call"] = round((cpu(pid) - cpu0) * 1000 / run["calls"], 2)
             if rows:
                 run["audit_rows"] = rows() - before
         out[f"clients_{n}" if each is None else "burst_50x20"] = run
@@ -317,6 +322,8 @@ async def _stdio_rows(base: str, token: str, calls: int) -> dict[str, Any]:
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
+    if contextforge.skipped() is None:
+        contextforge.check()  # a venv without ContextForge fails now, not after the other runs
     tmp = Path(tempfile.mkdtemp(prefix="tc-overhead-"))
     db = f"sqlite:///{tmp / 'toolcrib.db'}"
     fixture, upstream = _start_fixture()
@@ -381,18 +388,23 @@ def _start_and_restart(db: str, restarts: int = 3) -> tuple[subprocess.Popen[byt
 
 async def _contextforge_rows(upstream: str, args: argparse.Namespace) -> dict[str, Any]:
     """ContextForge in both of its session modes on the same upstream, sequential and 16 clients
-    (``bench/_contextforge.py``), or why there are no such rows."""
-    why = contextforge.unavailable()
+    (``bench/_contextforge.py``), or why there are no such rows (only when the venv is not named:
+    one that is named and fails raises ``contextforge.Unavailable``)."""
+    why = contextforge.skipped()
     if why is not None:
         return {"skipped": why}
     out: dict[str, Any] = {}
     for mode in ("stateful", "stateless"):
         with contextforge.running(upstream, stateful=mode == "stateful") as cf:
-            side = await _side(_direct_http(cf.url, cf.token, cf.tool), args, cf.pid, None, clients=(16,))
+            direct = _direct_http(cf.url, cf.token, cf.tool)
+            side = await _side(direct, args, cf.pid, None, clients=(16,), cpu=tree_cpu_seconds)
             out[mode] = {
                 "version": cf.version,
+                "python": cf.python,
                 "healthz_s": cf.healthz_s,
                 "rss_idle_mb": cf.rss_idle_mb,
+                "processes": cf.processes,
+                "pss_idle_tree_mb": cf.pss_idle_tree_mb,
                 **side,
             }
     return out
@@ -449,7 +461,8 @@ def table(r: dict[str, Any]) -> str:
             continue
         s, c16 = c["sequential"], c["clients_16"]
         lines.append(
-            f"| ContextForge {c['version']} {mode} | {s['p50_ms']} | {s['p90_ms']} | {s['p99_ms']} "
+            f"| ContextForge {c['version']} (Python {c['python']}) {mode} "
+            f"| {s['p50_ms']} | {s['p90_ms']} | {s['p99_ms']} "
             f"| {c16['calls_per_s']} | - | {s['gateway_cpu_ms_per_call']} / {c16['gateway_cpu_ms_per_call']} "
             f"| {c16['errors']} | - |"
         )
@@ -471,8 +484,9 @@ def table(r: dict[str, Any]) -> str:
             [f"contextforge: {r['contextforge']['skipped']}"]
             if "skipped" in r["contextforge"]
             else [
-                f"ContextForge {mode} start-up to /health (a new database): {c['healthz_s']} s; "
-                f"RSS idle {c['rss_idle_mb']} MB"
+                f"ContextForge {c['version']} (Python {c['python']}) {mode} start-up to /health (a new "
+                f"database): {c['healthz_s']} s; RSS idle {c['rss_idle_mb']} MB, {c['processes']} "
+                f"processes (PSS together {c['pss_idle_tree_mb']} MB)"
                 for mode, c in r["contextforge"].items()
             ]
         ),
@@ -529,7 +543,11 @@ def main() -> None:
     if args.tracing:  # traces on against off (#24)
         _only(args, "_tracing_cost", "tracing_rows", "tracing")
         return
-    report = anyio.run(run, args)
+    try:
+        report = anyio.run(run, args)
+    except contextforge.Unavailable as e:  # named but not startable: fail, never drop the row (#25)
+        print(f"overhead: {e}", file=sys.stderr)
+        sys.exit(1)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
     print(table(report))

@@ -103,7 +103,8 @@ def overhead(data: dict[str, Any]) -> str:
     sides.append(("**toolcrib** `execute_tool` (handle)", data["toolcrib"]))
     for mode, side in data["contextforge"].items():
         if mode != "skipped":
-            sides.append((f"ContextForge {side['version']}, {mode}", side))
+            python = f" (Python {side['python']})" if "python" in side else ""
+            sides.append((f"ContextForge {side['version']}{python}, {mode}", side))
     lines = [
         "| | p50 | p99 | p50 × direct | calls/s, 16 clients | × direct "
         "| gateway CPU per call, sequential / 16 |",
@@ -142,9 +143,14 @@ def overhead(data: dict[str, Any]) -> str:
         if mode == "skipped":
             lines.append(f"- ContextForge: {side}.")
         else:
+            tree = (
+                f" ({side['processes']} processes, {side['pss_idle_tree_mb']:.0f} MB together, PSS)"
+                if side.get("processes", 1) > 1
+                else ""
+            )
             lines.append(
-                f"- ContextForge {mode}: {side['healthz_s']:.1f} s to `/health` on a new database, "
-                f"RSS idle {side['rss_idle_mb']:.0f} MB."
+                f"- ContextForge {side['version']} {mode}: {side['healthz_s']:.1f} s to `/health` on a new "
+                f"database, RSS idle {side['rss_idle_mb']:.0f} MB{tree}."
             )
     return "\n".join(lines)
 
