@@ -33,12 +33,13 @@ from mcp.client import Client
 from mcp.client.streamable_http import streamable_http_client
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "src")]
+sys.path[:0] = [str(ROOT), str(ROOT / "src"), str(ROOT / "bench")]
 
-from bench.overhead import _start_fixture, _stop  # noqa: E402
 from tests.e2e.inprocess import open_gateway, settings_for  # noqa: E402
 from tests.principals import OPERATOR  # noqa: E402
 
+from _procs import stop  # noqa: E402
+from overhead import _start_fixture  # noqa: E402
 from toolcrib.gateway import members  # noqa: E402
 from toolcrib.gateway.connections import add_connection, spec_of  # noqa: E402
 from toolcrib.gateway.execute import execute_tool  # noqa: E402
@@ -113,7 +114,7 @@ async def run(calls: int) -> dict[str, Any]:
                 )
         return {"calls": calls, "cpu_ms_per_call": figures}
     finally:
-        _stop(fixture)
+        stop(fixture)
 
 
 def main() -> None:
