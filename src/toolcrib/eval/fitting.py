@@ -80,8 +80,8 @@ def fit_listwise(lists: list[tuple[np.ndarray, np.ndarray, float]], ridge: float
 
     Fitted this way the ranker learns what puts the right tool *first among its own candidates*,
     which is what search returns; a per-candidate logistic model learns whether each candidate,
-    alone, is right, and does worse at that (5-fold held-out, same features: intents hit@1 0.906
-    -> 0.943, MetaTool 0.568 -> 0.582, LiveMCPBench top-5 recall 0.361 -> 0.371, ranking only)."""
+    alone, is right, and does worse at that (held out, on the same features, it ranked worse on
+    every set when it was compared in #9; ``bench/search_quality.py`` gives today's figures)."""
     total = sum(w for _, _, w in lists)
     x = np.vstack([f for f, _, _ in lists])
     row_weight = np.concatenate([np.full(len(f), w / (total * len(f))) for f, _, w in lists])
