@@ -26,7 +26,7 @@ from toolcrib.errors import (
     UpstreamAuthFailed,
 )
 from toolcrib.gateway import oauth, reach
-from toolcrib.gateway.catalogs import forget_connection, install_catalog, syncing
+from toolcrib.gateway.catalogs import forget_connection, install_catalog, reinstall, syncing
 from toolcrib.gateway.connection_definition import Definition, check_definition, malformed
 from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.oauth_binding import link_for
@@ -292,10 +292,9 @@ async def sync_connection(gw: Gateway, name: str) -> ConnectionRow:
         async with gw.db.exclusive(f"sync:{name}", wait_seconds=wait) as alone:
             if alone:
                 return await _sync(gw, name)
-        row = await store.get_connection(gw.db, name)
+        row = await reinstall(gw, name)  # the other replica's result, as it stored it
         if row is None:
             raise NotFound(f"no connection named {name!r}")
-        await install_catalog(gw, row, await store.load_catalog(gw.db, name))
         return row
 
 
@@ -348,9 +347,8 @@ async def _sync(gw: Gateway, name: str) -> ConnectionRow:
 async def _failed(gw: Gateway, name: str, status: str, reason: str) -> ConnectionRow:
     """Record a failed sync (R-13.1); the previous catalog stays stored but is not live."""
     await store.set_status(gw.db, name, status, reason)
-    fresh = await store.get_connection(gw.db, name)
+    fresh = await reinstall(gw, name)
     assert fresh is not None
-    await install_catalog(gw, fresh, await store.load_catalog(gw.db, name))
     return fresh
 
 
