@@ -30,44 +30,79 @@ __all__ = ["forget_connection", "install_catalog", "reinstall", "sync_from_store
 async def install_catalog(gw: Gateway, row: ConnectionRow, stored: list[StoredTool]) -> None:
     """Make ``stored`` the live catalog of ``row`` (only active connections are searchable)."""
     async with gw.installing:
-        usable = {s.record.name: s for s in stored if s.refused is None}
-        policy = await gw.policy()
-        active = row.status == "active"
-        docs, listing = await anyio.to_thread.run_sync(_prepare, gw, row, usable, policy, active)
-        vectors = await gw.index.tool_vectors(gw.db, docs) if active else None
-        gw.connections[row.name] = row
-        old = gw.catalogs.get(row.name, {})
-        for gone in old.values():
-            gw.listing_bytes.pop(gone.record.public_name, None)
-        gw.cards.forget({s.record.public_name for s in old.values()} - set(listing))
-        gw.catalogs[row.name] = usable
-        gw.listing_bytes.update(listing)
-        if active:
-            await gw.index.replace(row.name, docs, vectors)
-        else:
-            await gw.index.remove(row.name)
-        await gw.learned.reload_account(row.name, (s.record.public_name for s in usable.values()))
+        await _install(gw, row, stored)
 
 
 async def reinstall(gw: Gateway, name: str) -> ConnectionRow | None:
-    """Install ``name`` as the store holds it now (after this process changed its row or pins);
-    the row, or None when the connection is gone."""
-    row = await conn_store.get_connection(gw.db, name)
-    if row is not None:
-        await install_catalog(gw, row, await conn_store.load_catalog(gw.db, name))
-    return row
+    """Install ``name`` as the store holds it now; the row, or None when the connection is gone.
+
+    The store is read under the install lock: an install another task made meanwhile (this
+    process's own sync, say) is never replaced by an older reading.
+    """
+    async with gw.installing:
+        row = await conn_store.get_connection(gw.db, name)
+        if row is not None:
+            await _install(gw, row, await conn_store.load_catalog(gw.db, name))
+        return row
 
 
 async def forget_connection(gw: Gateway, name: str) -> None:
     """Take a removed connection out of this process: its row, catalog, cards, index and examples
     (after any install under way, which would otherwise bring it back)."""
     async with gw.installing:
-        gw.connections.pop(name, None)
-        for old in gw.catalogs.pop(name, {}).values():
-            gw.listing_bytes.pop(old.record.public_name, None)
-            gw.cards.forget([old.record.public_name])
-        await gw.index.remove(name)
-        await gw.learned.drop_account(name)
+        await _forget(gw, name)
+
+
+async def _install(gw: Gateway, row: ConnectionRow, stored: list[StoredTool]) -> None:
+    usable = {s.record.name: s for s in stored if s.refused is None}
+    policy = await gw.policy()
+    active = row.status == "active"
+    docs, listing = await anyio.to_thread.run_sync(_prepare, gw, row, usable, policy, active)
+    vectors = await gw.index.tool_vectors(gw.db, docs) if active else None
+    gw.connections[row.name] = row
+    old = gw.catalogs.get(row.name, {})
+    for gone in old.values():
+        gw.listing_bytes.pop(gone.record.public_name, None)
+    gw.cards.forget({s.record.public_name for s in old.values()} - set(listing))
+    gw.catalogs[row.name] = usable
+    gw.listing_bytes.update(listing)
+    if active:
+        await gw.index.replace(row.name, docs, vectors)
+    else:
+        await gw.index.remove(row.name)
+    await gw.learned.reload_account(row.name, (s.record.public_name for s in usable.values()))
+
+
+async def _forget(gw: Gateway, name: str) -> None:
+    gw.connections.pop(name, None)
+    for old in gw.catalogs.pop(name, {}).values():
+        gw.listing_bytes.pop(old.record.public_name, None)
+        gw.cards.forget([old.record.public_name])
+    await gw.index.remove(name)
+    await gw.learned.drop_account(name)
+
+
+async def _install_if_current(gw: Gateway, row: ConnectionRow, stored: list[StoredTool]) -> None:
+    """Install ``row`` with ``stored`` if the store still holds that version of it (asked under
+    the install lock), else what it holds now; nothing while this process syncs it."""
+    async with gw.installing:
+        if row.name in gw.syncing_now:
+            return
+        now = await conn_store.get_connection(gw.db, row.name)
+        if now is None:
+            return
+        if _version(now) != _version(row):
+            stored = await conn_store.load_catalog(gw.db, row.name)
+        await _install(gw, now, stored)
+
+
+async def _forget_if_gone(gw: Gateway, name: str) -> bool:
+    """Forget ``name`` if the store no longer holds it (asked now, under the install lock)."""
+    async with gw.installing:
+        if await conn_store.get_connection(gw.db, name) is not None:
+            return False
+        await _forget(gw, name)
+        return True
 
 
 @contextmanager
@@ -89,11 +124,15 @@ async def sync_from_store(gw: Gateway) -> None:
     A connection whose catalog version, status, connector or update time differs from what this
     process holds has its catalog reloaded from the store, and one that is gone is forgotten (its
     sessions closed). Called at start and by the follower, never by a request.
+
+    The table is read once to find what changed, and each change is installed from a reading
+    made under the install lock: while the first read was under way this process may have added
+    a connection (then it is not gone) or installed a newer state (then the older one read first
+    must not replace it). A connection this process is syncing is that sync's to install.
     """
     rows = {row.name: row for row in await conn_store.list_connections(gw.db)}
-    for name in set(gw.connections) - set(rows):
-        await forget_connection(gw, name)
-        if gw.running:
+    for name in set(gw.connections) - set(rows) - set(gw.syncing_now):
+        if await _forget_if_gone(gw, name) and gw.running:
             await gw.upstreams.discard(name)
     changed = [row for row in rows.values() if _stale(gw, row)]
     catalogs = {row.name: await conn_store.load_catalog(gw.db, row.name) for row in changed}
@@ -101,7 +140,7 @@ async def sync_from_store(gw: Gateway) -> None:
         docs = await anyio.to_thread.run_sync(_documents, changed, catalogs)
         await gw.index.tool_vectors(gw.db, docs)
     for row in changed:
-        await install_catalog(gw, row, catalogs[row.name])
+        await _install_if_current(gw, row, catalogs[row.name])
 
 
 def _stale(gw: Gateway, row: ConnectionRow) -> bool:
