@@ -15,6 +15,7 @@ ToolcribError                      (code: "internal")
 │   ├── InvalidArguments           invalid_arguments     (JSON-pointer errors)
 │   ├── UpstreamError              upstream_error
 │   │   ├── UpstreamAuthFailed     upstream_error        (the upstream refused the connection's credentials)
+│   │   ├── UpstreamStopped        upstream_error        (the session ended under the request)
 │   │   └── AddressRefused         upstream_error        (an address the gateway will not call, R-13.5)
 │   ├── NeedsReauth                needs_reauth          (names the account and the URL to fix it)
 │   ├── UpstreamTimeout            upstream_timeout
@@ -79,6 +80,7 @@ __all__ = [
     "Unauthenticated",
     "UpstreamAuthFailed",
     "UpstreamError",
+    "UpstreamStopped",
     "UpstreamTimeout",
 ]
 
@@ -195,6 +197,11 @@ class InvalidArguments(InBandError):
 
 class UpstreamError(InBandError):
     code: ClassVar[str] = "upstream_error"
+
+
+class UpstreamStopped(UpstreamError):
+    """The upstream's session ended under a request (its process died, its connection closed); the
+    next request starts another. A read (``tools/list``) is tried once more on the new one."""
 
 
 class UpstreamAuthFailed(UpstreamError):

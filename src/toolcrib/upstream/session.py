@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import tempfile
 import time
-from collections.abc import AsyncIterator, Callable, Coroutine
-from contextlib import AsyncExitStack, asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from typing import IO, Any, Literal
 from urllib.parse import urlsplit
@@ -38,6 +39,7 @@ from toolcrib.errors import (
     TooLarge,
     UpstreamAuthFailed,
     UpstreamError,
+    UpstreamStopped,
     UpstreamTimeout,
 )
 from toolcrib.upstream.framing import is_too_large
@@ -53,6 +55,7 @@ logger = logging.getLogger(__name__)
 
 _MAX_BACKOFF = 30.0
 _MAX_PAGES = 100
+_STDERR_TAIL = 8192  # bytes of a stdio server's stderr read for its last line
 _REDACTED = "[REDACTED]"
 _MIN_SECRET_LENGTH = 6  # as toolcrib.gateway.shaping.MIN_SECRET_LENGTH
 _DEFAULT_MAX_MESSAGE = 64 * 1024 * 1024
@@ -151,6 +154,7 @@ class UpstreamSession:
         self._failures = 0
         self._next_start = 0.0
         self.last_used = time.monotonic()
+        self._requests = 0  # in flight now: a session answering one is never idle
         self._stderr: IO[bytes] | None = None
         self._refused_status: int | None = None  # 401/403 from an HTTP upstream: its credentials failed
         self._refused_address: AddressRefused | None = None  # a host the gateway will not call (R-13.5)
@@ -160,18 +164,45 @@ class UpstreamSession:
     def running(self) -> bool:
         return self._client is not None
 
+    def idle_for(self, now: float) -> float:
+        """Seconds (of ``time.monotonic``) since the session last answered; 0 while it answers one."""
+        return 0.0 if self._requests else now - self.last_used
+
+    @contextmanager
+    def _in_use(self) -> Iterator[None]:
+        self._requests += 1
+        try:
+            yield
+        finally:
+            self._requests -= 1
+            self.last_used = time.monotonic()
+
     async def list_tools(self) -> list[dict[str, Any]]:
-        """Every tool of the upstream, paging through ``tools/list``, as plain JSON objects."""
+        """Every tool of the upstream, paging through ``tools/list``, as plain JSON objects.
+
+        ``tools/list`` only reads, so a session that dies under it (a server that crashed once) is
+        started again, after the back-off, and asked once more; a call (``tools/call``) never is.
+        """
+        try:
+            return await self._list_tools_once()
+        except UpstreamStopped:
+            return await self._list_tools_once()
+
+    async def _list_tools_once(self) -> list[dict[str, Any]]:
         client = await self._ensure()
         tools: list[dict[str, Any]] = []
         cursor: str | None = None
-        async with self._translated("tools/list", self._connect_timeout):
-            for _ in range(_MAX_PAGES):
-                page = await client.list_tools(cursor=cursor, cache_mode="refresh")
-                tools.extend(t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in page.tools)
-                cursor = page.next_cursor
-                if not cursor:
-                    break
+        with self._in_use():
+            async with self._translated("tools/list", self._connect_timeout):
+                for _ in range(_MAX_PAGES):
+                    page = await client.list_tools(cursor=cursor, cache_mode="refresh")
+                    tools.extend(
+                        t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in page.tools
+                    )
+                    cursor = page.next_cursor
+                    if not cursor:
+                        break
+        self._failures = 0
         return tools
 
     async def call_tool(
@@ -188,14 +219,14 @@ class UpstreamSession:
         the POST carries it as a header too (``tracing.inject_headers``).
         """
         client = await self._ensure()
-        self.last_used = time.monotonic()
         progress = relay.progress if relay is not None else None
         meta = relay.meta() if relay is not None else None
         token = current_call.set(relay)
         self._in_flight.append(relay)
         try:
-            async with self._translated(name, self._call_timeout):
-                result = await client.call_tool(name, arguments, progress_callback=progress, meta=meta)  # type: ignore[arg-type]
+            with self._in_use():
+                async with self._translated(name, self._call_timeout):
+                    result = await client.call_tool(name, arguments, progress_callback=progress, meta=meta)  # type: ignore[arg-type]
         finally:
             self._in_flight.remove(relay)
             current_call.reset(token)
@@ -247,7 +278,9 @@ class UpstreamSession:
             ours = _our_answer(group)
             if ours is None:
                 await self._crashed(group)
-                raise UpstreamError(f"{self.spec.name}: the upstream server stopped during {what}") from group
+                raise UpstreamStopped(
+                    f"{self.spec.name}: the upstream server stopped during {what}"
+                ) from group
             raise ours from group
         except TimeoutError as exc:
             if self._auth_needed:
@@ -265,13 +298,13 @@ class UpstreamSession:
                 text = f"{self.spec.name}: {what} failed: {exc.message}"
                 raise UpstreamError(self.spec.redact(text)) from exc
             await self._crashed(exc)
-            raise UpstreamError(f"{self.spec.name}: the upstream server stopped during {what}") from exc
+            raise UpstreamStopped(f"{self.spec.name}: the upstream server stopped during {what}") from exc
         except Exception as exc:
             if self._auth_needed:
                 self._stopped()
                 raise await self._reauth() from exc
             await self._crashed(exc)
-            raise UpstreamError(f"{self.spec.name}: the upstream server stopped during {what}") from exc
+            raise UpstreamStopped(f"{self.spec.name}: the upstream server stopped during {what}") from exc
 
     async def _reauth(self) -> NeedsReauth:
         """``needs_reauth`` naming the link that authorizes the connection again (the gateway
@@ -426,7 +459,11 @@ class UpstreamSession:
             self._tg.start_soon(self._on_tools_changed, self.spec.name)
 
     async def _crashed(self, exc: BaseException) -> None:
-        logger.warning("upstream %s crashed: %s", self.spec.name, self.spec.redact(repr(exc)))
+        """The session died under a request: logged with the last line the server wrote to stderr
+        (redacted), for the operator to see why; the next call starts another session."""
+        last = self._last_stderr_line()
+        said = f"; stderr: {last}" if last else ""
+        logger.warning("upstream %s crashed: %s%s", self.spec.name, self.spec.redact(repr(exc)), said)
         self._note_failure()
         self._stopped()
 
@@ -441,12 +478,17 @@ class UpstreamSession:
         delay = min(_MAX_BACKOFF, self._backoff_base * 2 ** (self._failures - 1))
         self._next_start = time.monotonic() + delay
 
+    def _last_stderr_line(self) -> str:
+        """The last line a stdio server wrote to stderr, redacted whole and then cut to 300 characters."""
+        if self._stderr is None or self._stderr.closed:
+            return ""
+        end = self._stderr.seek(0, os.SEEK_END)
+        self._stderr.seek(max(0, end - _STDERR_TAIL))  # a chatty server's file is never read whole
+        lines = self._stderr.read().decode(errors="replace").strip().splitlines()
+        return self.spec.redact(lines[-1])[:300] if lines else ""
+
     def _describe(self, exc: BaseException | None) -> str:
-        detail = ""
-        if self._stderr is not None and not self._stderr.closed:
-            self._stderr.seek(0)
-            lines = self._stderr.read().decode(errors="replace").strip().splitlines()
-            detail = self.spec.redact(lines[-1])[:300] if lines else ""  # redacted whole, then cut
+        detail = self._last_stderr_line()
         if isinstance(exc, OSError):
             return self.spec.redact(f"cannot start {self.spec.command[0]!r}: {exc.strerror or exc}")
         if exc is None or isinstance(exc, BaseExceptionGroup):

@@ -116,6 +116,6 @@ class Upstreams:
                 if (
                     session.running
                     and (session.spec.transport == "stdio" or per_member)
-                    and now - session.last_used > self._idle_stop
+                    and session.idle_for(now) > self._idle_stop
                 ):
                     await session.close()
