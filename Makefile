@@ -46,7 +46,11 @@ $(CONFORMANCE): tests/conformance/package.json tests/conformance/package-lock.js
 
 conformance: $(CONFORMANCE) ## the MCP conformance suite (npm), for tests/e2e/test_conformance.py
 
+# The suite starts hundreds of Python processes (the command line, gateways, fixture servers). Where
+# PYTHONDONTWRITEBYTECODE is set (as in many CI images) none of them caches the bytecode of the
+# project's own modules, and each compiles them again: compile them once, before the run.
 test: install oidc-fixture conformance ## the whole test suite (two worker processes, one test file each at a time)
+	$(BIN)/python -m compileall -q -j 0 src tests/fixtures tests/__init__.py tests/conftest.py
 	$(BIN)/pytest -q -n 2 --dist loadfile
 
 check: install ## formatting, lint and strict typing
