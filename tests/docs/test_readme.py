@@ -16,6 +16,9 @@ from pathlib import Path
 import pytest
 from tests.conftest import PYTHON, ROOT, TOOLCRIB, Process, env_for, free_port, start_fixture_http, wait_http
 
+# Two dozen real `toolcrib` processes, each opening the gateway (about 4 s each on a quiet machine).
+pytestmark = pytest.mark.timeout(600)
+
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 CRM_KEY = "crm-readme-key-0123456789"
 CRM_TOOLS = [
