@@ -60,12 +60,24 @@ async def serve_asgi(app: Any, port: int | None = None) -> AsyncIterator[str]:
     own event loop, for the block's length; yields its base URL."""
     port = port or free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    stopped = anyio.Event()
+
+    async def serve() -> None:
+        try:
+            await server.serve()
+        finally:
+            stopped.set()
+
     async with anyio.create_task_group() as tg:
-        tg.start_soon(server.serve)
+        tg.start_soon(serve)
         with anyio.fail_after(20):
             while not server.started:  # noqa: ASYNC110 - uvicorn offers a flag, not an event; bounded above
                 await anyio.sleep(0.02)
         try:
             yield f"http://127.0.0.1:{port}"
         finally:
+            # Shut uvicorn down even when the block failed (its task group would cancel the server
+            # mid-run, leaving its listening socket to a later test's garbage collection).
             server.should_exit = True
+            with anyio.CancelScope(shield=True), anyio.move_on_after(10):
+                await stopped.wait()
