@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from toolcrib.gateway.shaping import redact_text
-from toolcrib.upstream.session import UpstreamSpec
+from toolcrib.upstream.spec import UpstreamSpec
 
 
 def _spec(**values: object) -> UpstreamSpec:

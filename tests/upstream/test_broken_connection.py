@@ -23,7 +23,7 @@ from mcp_types.jsonrpc import INTERNAL_ERROR
 from tests.conftest import Process
 from toolcrib.errors import UpstreamError
 from toolcrib.upstream.http_client import _failed_request
-from toolcrib.upstream.session import UpstreamSpec
+from toolcrib.upstream.spec import UpstreamSpec
 from toolcrib.upstream.supervisor import Upstreams
 
 pytestmark = pytest.mark.anyio

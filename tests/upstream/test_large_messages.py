@@ -14,7 +14,8 @@ import pytest
 from tests.conftest import FIXTURE_SERVER, ROOT, Process
 from tests.upstream.conftest import SESSION_OPTIONS
 from toolcrib.errors import TooLarge
-from toolcrib.upstream.session import UpstreamSession, UpstreamSpec
+from toolcrib.upstream.session import UpstreamSession
+from toolcrib.upstream.spec import UpstreamSpec
 from toolcrib.upstream.supervisor import Upstreams
 
 pytestmark = pytest.mark.anyio

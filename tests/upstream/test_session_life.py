@@ -13,7 +13,7 @@ import pytest
 from tests.conftest import FIXTURE_SERVER
 from tests.upstream.conftest import SESSION_OPTIONS
 from toolcrib.errors import UpstreamError, UpstreamStopped
-from toolcrib.upstream.session import UpstreamSpec
+from toolcrib.upstream.spec import UpstreamSpec
 from toolcrib.upstream.supervisor import Upstreams
 
 pytestmark = pytest.mark.anyio

@@ -34,7 +34,7 @@ from toolcrib.gateway.shaping import redact_text
 from toolcrib.policy.gates import Operator, Principal, require_operation
 from toolcrib.store import connections as store
 from toolcrib.store.connections import ConnectionRow, StoredTool
-from toolcrib.upstream.session import UpstreamSpec
+from toolcrib.upstream.spec import UpstreamSpec
 
 __all__ = [
     "add_connection",

@@ -48,7 +48,7 @@ from toolcrib.store.audit import AuditEntry
 from toolcrib.store.connections import ConnectionRow, StoredTool
 from toolcrib.store.handles import HandleRow
 from toolcrib.upstream.relay import CallRelay
-from toolcrib.upstream.session import UpstreamSpec
+from toolcrib.upstream.spec import UpstreamSpec
 
 __all__ = ["execute_tool"]
 

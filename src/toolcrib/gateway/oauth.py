@@ -30,7 +30,7 @@ from toolcrib.policy.gates import Principal
 from toolcrib.store import connections as conn_store
 from toolcrib.store import oauth as grant_store
 from toolcrib.store.connections import ConnectionRow
-from toolcrib.upstream.oauth import OAuthBinding
+from toolcrib.upstream.spec import OAuthBinding
 
 __all__ = [
     "MODES",

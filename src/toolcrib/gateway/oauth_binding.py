@@ -82,10 +82,9 @@ def link_for(gw: Gateway, row: ConnectionRow, viewer: Principal) -> str | None:
     their own grant of a per-member connection, when ``viewer`` started it; None for anyone else."""
     if row.auth not in ("oauth", "oauth_member"):
         return None
-    authorizer = gw.upstreams.authorizer
-    token = authorizer.pending_link(row.name, "", viewer.member)
+    token = gw.upstreams.pending_link(row.name, "", viewer.member)
     if token is None and row.auth == "oauth_member":
-        token = authorizer.pending_link(row.name, viewer.member, viewer.member)
+        token = gw.upstreams.pending_link(row.name, viewer.member, viewer.member)
     return start_link(gw, token) if token is not None else None
 
 

@@ -28,8 +28,7 @@ from toolcrib.store import keys as key_store
 from toolcrib.store import leases as lease_store
 from toolcrib.store.crypto import SecretBox, load_or_create_key
 from toolcrib.store.database import Database
-from toolcrib.upstream.oauth import OAuthBinding
-from toolcrib.upstream.session import UpstreamSpec
+from toolcrib.upstream.spec import OAuthBinding, UpstreamSpec
 from toolcrib.upstream.supervisor import Upstreams
 
 __all__ = ["open_gateway"]

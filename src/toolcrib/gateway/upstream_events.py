@@ -17,8 +17,7 @@ from toolcrib.gateway.oauth import MODES, has_grant
 from toolcrib.gateway.oauth_binding import start_link
 from toolcrib.store import connections as conn_store
 from toolcrib.store import oauth as grant_store
-from toolcrib.upstream.oauth import OAuthBinding
-from toolcrib.upstream.session import UpstreamSpec
+from toolcrib.upstream.spec import OAuthBinding, UpstreamSpec
 
 __all__ = ["on_auth_needed", "on_authorized", "on_tools_changed"]
 

@@ -29,7 +29,7 @@ import logging
 import time
 from collections.abc import AsyncGenerator, Callable, Coroutine
 from dataclasses import dataclass, field, fields
-from typing import Any, Protocol
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import anyio
@@ -46,14 +46,12 @@ from mcp.shared.auth import (
 
 from toolcrib.addresses import AddressPolicy, guarded_client
 from toolcrib.errors import AddressRefused
+from toolcrib.upstream.spec import OAuthBinding, OnDone
 
 __all__ = [
     "AuthorizationNeeded",
     "AuthorizationRefused",
     "Authorizer",
-    "GrantVault",
-    "OAuthBinding",
-    "OnDone",
     "StoredGrant",
     "session_auth",
 ]
@@ -66,49 +64,6 @@ _PROBE = {"jsonrpc": "2.0", "id": "toolcrib-authorize", "method": "ping"}
 
 class AuthorizationNeeded(Exception):
     """The upstream grant is gone; a person must authorize the connection again."""
-
-
-class GrantVault(Protocol):
-    """Where one grant is kept, sealed (the gateway gives one over the store, R-13.3)."""
-
-    async def tokens(self) -> tuple[dict[str, Any] | None, float | None]:
-        """The tokens, and when to renew the access token."""
-        ...
-
-    async def save_tokens(self, tokens: dict[str, Any], refresh_by: float | None) -> None: ...
-
-    async def client(self) -> dict[str, Any] | None: ...
-
-    async def save_client(self, client: dict[str, Any]) -> None: ...
-
-    async def open_pending(self, state: str, ttl: float, *, url: str, starter: str) -> str:
-        """Record ``state`` as waiting for its callback, for ``ttl`` seconds, with the authorize
-        ``url`` kept sealed; the start link token given to ``starter``, who alone may use it."""
-        ...
-
-    async def take_answer(self, state: str) -> dict[str, Any] | None:
-        """The callback's answer to ``state`` (code, state, iss; or error), once."""
-        ...
-
-    async def drop_pending(self, state: str) -> None: ...
-
-
-@dataclass(frozen=True, slots=True)
-class OAuthBinding:
-    """Whose grant at which upstream, and how to ask for one. Compared by value (a changed client
-    or callback starts a new session); the vault is not part of the value."""
-
-    vault: GrantVault = field(compare=False, repr=False)
-    account: str
-    member: str = ""
-    redirect_uri: str = ""
-    client_id: str | None = None
-    client_secret: str | None = field(default=None, repr=False)
-    scope: str | None = None
-    refresh_margin: float = 60.0
-    pending_seconds: float = 600.0
-    known: list[str] = field(default_factory=list, compare=False, repr=False)
-    """The grant's tokens seen lately (kept up to date by the vault), for redaction."""
 
 
 def refresh_at(expires_in: int | str | None, margin: float, now: float) -> float | None:
@@ -263,11 +218,6 @@ class _Flow:
     def live(self) -> bool:
         ended = self.done.is_set() or self.finished
         return not ended and self.link is not None and self.expires_at > time.time()
-
-
-OnDone = Callable[[OAuthBinding, bool, str | None], Coroutine[Any, Any, None]]
-"""Told when a flow ends (unless a newer flow replaced it): its binding, whether it succeeded,
-and why not."""
 
 
 class Authorizer:

@@ -15,9 +15,7 @@ import tempfile
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
-from dataclasses import dataclass, field
-from typing import IO, Any, Literal
-from urllib.parse import urlsplit
+from typing import IO, Any
 
 import anyio
 import httpx2
@@ -45,57 +43,19 @@ from toolcrib.errors import (
 from toolcrib.upstream.framing import is_too_large
 from toolcrib.upstream.http_bound import bound_json_responses, is_bounded_refusal
 from toolcrib.upstream.http_client import UpstreamHttpClient
-from toolcrib.upstream.oauth import OAuthBinding, session_auth
+from toolcrib.upstream.oauth import session_auth
 from toolcrib.upstream.relay import OUTSIDE_CALL, CallRelay, current_call
+from toolcrib.upstream.spec import UpstreamSpec
 from toolcrib.upstream.stdio import stdio_transport
 
-__all__ = ["UpstreamSession", "UpstreamSpec"]
+__all__ = ["UpstreamSession"]
 
 logger = logging.getLogger(__name__)
 
 _MAX_BACKOFF = 30.0
 _MAX_PAGES = 100
 _STDERR_TAIL = 8192  # bytes of a stdio server's stderr read for its last line
-_REDACTED = "[REDACTED]"
-_MIN_SECRET_LENGTH = 6  # as toolcrib.gateway.shaping.MIN_SECRET_LENGTH
 _DEFAULT_MAX_MESSAGE = 64 * 1024 * 1024
-
-
-@dataclass(frozen=True, slots=True)
-class UpstreamSpec:
-    """How to reach one upstream MCP server."""
-
-    name: str
-    transport: Literal["stdio", "http"]
-    command: tuple[str, ...] = ()
-    url: str | None = None
-    env: dict[str, str] = field(default_factory=dict)
-    headers: dict[str, str] = field(default_factory=dict)
-    scrub: Callable[[str], str] | None = field(default=None, compare=False, repr=False)
-    """The gateway's redaction of free text for this connection (R-13.3); see :meth:`redact`."""
-    oauth: OAuthBinding | None = None
-    """OAuth 2.1 at the upstream (#14): whose grant the session presents and renews."""
-
-    def secret_values(self) -> list[str]:
-        """The credential values of this connection, for redaction (R-12.2): every ``env`` and
-        header value, the password of the URL, and OAuth's client secret and tokens."""
-        password = urlsplit(self.url).password if self.url else None
-        oauth = [self.oauth.client_secret, *self.oauth.known] if self.oauth else []
-        return [v for v in (*self.env.values(), *self.headers.values(), password, *oauth) if v]
-
-    def redact(self, text: str) -> str:
-        """Free text (stderr, an error message, a log line) without this connection's credentials.
-
-        ``scrub``, given by the gateway, is the redaction of results (R-12.2: the secrets and the
-        credential shapes). Without it, the secret values themselves are replaced, from the same
-        length up (shorter ones would blank ordinary words).
-        """
-        if self.scrub is not None:
-            return self.scrub(text)
-        for secret in sorted(self.secret_values(), key=len, reverse=True):
-            if len(secret) >= _MIN_SECRET_LENGTH:
-                text = text.replace(secret, _REDACTED)
-        return text
 
 
 def _too_large(exc: MCPError) -> bool:

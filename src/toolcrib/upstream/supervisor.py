@@ -1,18 +1,26 @@
-"""All upstream sessions of one gateway process: started on demand, stopped when idle (R-13.2)."""
+"""All upstream sessions of one gateway process: started on demand, stopped when idle (R-13.2).
+
+The MCP SDK (the sessions' client, the OAuth flows) is imported at the first session or flow, not
+with this module: a one-shot command of the command line that reaches no upstream runs the
+supervisor (it hosts the heartbeat and housekeeping) without paying a second to load it.
+"""
 
 from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from anyio.abc import TaskGroup
 
 from toolcrib.addresses import AddressPolicy
-from toolcrib.upstream.oauth import Authorizer, OnDone
-from toolcrib.upstream.session import UpstreamSession, UpstreamSpec
+from toolcrib.upstream.spec import OnDone, UpstreamSpec
+
+if TYPE_CHECKING:
+    from toolcrib.upstream.oauth import Authorizer
+    from toolcrib.upstream.session import UpstreamSession
 
 __all__ = ["Upstreams"]
 
@@ -36,10 +44,8 @@ class Upstreams:
     ) -> None:
         self._tg = task_group
         addresses = addresses or AddressPolicy()  # where sessions and OAuth flows connect (R-13.5)
-        self.authorizer = Authorizer(
-            task_group, connect_timeout=connect_timeout, on_done=on_authorized, addresses=addresses
-        )
-        """The interactive OAuth flows of this process (#14)."""
+        self._authorizer: Authorizer | None = None
+        self._on_authorized = on_authorized
         self._options: dict[str, Any] = {
             "call_timeout": call_timeout,
             "connect_timeout": connect_timeout,
@@ -78,8 +84,29 @@ class Upstreams:
         """Run ``work`` beside the sessions, until the supervisor closes (the gateway's heartbeat)."""
         self._tg.start_soon(work)
 
+    @property
+    def authorizer(self) -> Authorizer:
+        """The interactive OAuth flows of this process (#14), made at the first one."""
+        if self._authorizer is None:
+            from toolcrib.upstream.oauth import Authorizer  # the SDK's OAuth client: at the first flow
+
+            self._authorizer = Authorizer(
+                self._tg,
+                connect_timeout=self._options["connect_timeout"],
+                on_done=self._on_authorized,
+                addresses=self._options["addresses"],
+            )
+        return self._authorizer
+
+    def pending_link(self, account: str, member: str, starter: str) -> str | None:
+        """The start link token of the live flow of (``account``, ``member``) when ``starter``
+        started it (R-13.6); None when this process has run no flow at all."""
+        return None if self._authorizer is None else self._authorizer.pending_link(account, member, starter)
+
     def session(self, spec: UpstreamSpec) -> UpstreamSession:
         """The session for ``spec``; a changed spec replaces the old session."""
+        from toolcrib.upstream.session import UpstreamSession  # the SDK's client: at the first session
+
         key = (spec.name, spec.oauth.member if spec.oauth is not None else "")
         current = self._sessions.get(key)
         if current is not None and current.spec == spec:
