@@ -2,7 +2,9 @@
 
 Each command is run several times as a real process; the table and bench/out/cli.json give the
 median and the minimum wall time of each, and the ratio of ``--help`` to bare Python (the machine's
-load moves both alike). Also measured: ``toolcrib --version`` and ``toolcrib connections --help``.
+load moves both alike). Also measured: ``toolcrib --version``, ``toolcrib connections --help``, and
+``toolcrib connections list``: a one-shot command that opens the gateway on a SQLite file (made by
+``toolcrib init`` first, in a temporary folder) and reaches no upstream.
 Run: ``.venv/bin/python bench/cli.py [--runs N]``.
 """
 
@@ -14,6 +16,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -24,7 +27,10 @@ COMMANDS = {
     "toolcrib --help": [sys.executable, "-m", "toolcrib.cli", "--help"],
     "toolcrib --version": [sys.executable, "-m", "toolcrib.cli", "--version"],
     "toolcrib connections --help": [sys.executable, "-m", "toolcrib.cli", "connections", "--help"],
+    "toolcrib connections list": [sys.executable, "-m", "toolcrib.cli", "connections", "list"],
 }
+ONE_SHOT = ("toolcrib connections list",)
+"""Commands that open the gateway: run with ``--database`` naming the bench's own SQLite file."""
 
 
 def wall_times(argv: list[str], runs: int) -> list[float]:
@@ -41,12 +47,28 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=7)
     runs = parser.parse_args().runs
-    for argv in COMMANDS.values():  # warm the file cache and the bytecode once
-        wall_times(argv, 1)
+    with tempfile.TemporaryDirectory() as folder:
+        database = f"sqlite:///{Path(folder) / 'toolcrib.db'}"
+        wall_times([sys.executable, "-m", "toolcrib.cli", "init", "--database", database], 1)
+        commands = {
+            name: [*argv, "--database", database] if name in ONE_SHOT else argv
+            for name, argv in COMMANDS.items()
+        }
+        for argv in commands.values():  # warm the file cache and the bytecode once
+            wall_times(argv, 1)
+        rows = _measure(commands, runs)
+    _report(rows, runs)
+
+
+def _measure(commands: dict[str, list[str]], runs: int) -> dict[str, dict[str, float]]:
     rows = {}
-    for name, argv in COMMANDS.items():
+    for name, argv in commands.items():
         times = wall_times(argv, runs)
         rows[name] = {"median_s": round(statistics.median(times), 4), "min_s": round(min(times), 4)}
+    return rows
+
+
+def _report(rows: dict[str, dict[str, float]], runs: int) -> None:
     base = rows["python -c pass"]["median_s"]
     for row in rows.values():
         row["ratio_to_python"] = round(row["median_s"] / base, 2)
