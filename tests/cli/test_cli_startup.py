@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from tests.conftest import ROOT, cli, env_for
@@ -36,6 +35,19 @@ def db_url(tmp_path_factory: pytest.TempPathFactory) -> str:
     return url
 
 
+def probed(db_url: str, command: list[str]) -> tuple[dict[str, object], subprocess.CompletedProcess[str]]:
+    """``toolcrib COMMAND`` run in a process of its own; its exit and the SDK packages it loaded."""
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, *command, "--database", db_url],
+        cwd=ROOT,
+        env=env_for(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    return json.loads(done.stderr.strip().splitlines()[-1]), done
+
+
 @pytest.mark.parametrize(
     "command",
     [
@@ -48,31 +60,15 @@ def db_url(tmp_path_factory: pytest.TempPathFactory) -> str:
     ids=" ".join,
 )
 def test_a_command_that_reaches_no_upstream_loads_no_mcp_sdk(db_url: str, command: list[str]) -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE, *command, "--database", db_url],
-        cwd=ROOT,
-        env=env_for(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    report = json.loads(done.stderr.strip().splitlines()[-1])
+    report, done = probed(db_url, command)
     assert report == {"exit": 0, "loaded": []}, done.stderr[-2000:]
     assert done.stdout.strip()  # the command answered (a table, even an empty one)
 
 
-def test_the_probe_sees_the_sdk_when_a_command_loads_it(db_url: str, tmp_path: Path) -> None:
+def test_the_probe_sees_the_sdk_when_a_command_loads_it(db_url: str) -> None:
     """The same probe around ``connections add`` of a stdio server: that command starts a session,
     so the SDK is loaded (the probe would otherwise pass whatever the commands import)."""
     fixture = [sys.executable, "-m", "tests.fixtures.fixture_server"]
     command = ["connections", "add", "desk", "--connector", "Helpdesk", "--command", " ".join(fixture)]
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE, *command, "--database", db_url],
-        cwd=ROOT,
-        env=env_for(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    report = json.loads(done.stderr.strip().splitlines()[-1])
+    report, done = probed(db_url, command)
     assert report == {"exit": 0, "loaded": list(SDK)}, done.stderr[-2000:]
