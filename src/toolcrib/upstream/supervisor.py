@@ -105,14 +105,14 @@ class Upstreams:
 
     def session(self, spec: UpstreamSpec) -> UpstreamSession:
         """The session for ``spec``; a changed spec replaces the old session."""
-        from toolcrib.upstream.session import UpstreamSession  # the SDK's client: at the first session
-
         key = (spec.name, spec.oauth.member if spec.oauth is not None else "")
         current = self._sessions.get(key)
         if current is not None and current.spec == spec:
             return current
         if current is not None:
             self._tg.start_soon(current.close)
+        from toolcrib.upstream.session import UpstreamSession  # the SDK's client: at the first session
+
         fresh = UpstreamSession(
             spec,
             self._tg,
