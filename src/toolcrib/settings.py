@@ -208,6 +208,14 @@ class Settings(BaseSettings):
     oidc_allowed_domains: list[str] = Field(default_factory=list)
     """E-mail domains whose people may sign in (empty: any domain the provider vouches for)."""
 
+    oidc_vouch_seconds: int = Field(default=3600, ge=60, le=86_400)
+    """How long an OAuth grant of a person from the identity provider keeps refreshing when the
+    provider cannot be asked about them (R-7.11). At each refresh toolcrib asks the provider again
+    with the refresh token it kept (sealed) from the person's sign-in and re-maps their role; when
+    the provider is unreachable, answers an error, or gave no refresh token, the refresh is
+    answered only while its last word for the person (the sign-in, or the last refresh that
+    reached it) is younger than this; past it the refresh is refused and the grant revoked."""
+
     oauth_access_token_seconds: int = Field(default=3600, ge=60, le=86_400)
     """Lifetime of an access token toolcrib's authorization server issues (R-7.7)."""
 

@@ -50,6 +50,16 @@ class Provider:
         accounts[email]["groups"] = groups
         self.accounts_file.write_text(json.dumps(accounts))
 
+    def remove(self, email: str) -> None:
+        """The provider forgets ``email``: its sign-in and its refresh tokens are refused from now on."""
+        accounts = json.loads(self.accounts_file.read_text())
+        accounts.pop(email, None)
+        self.accounts_file.write_text(json.dumps(accounts))
+
+    def restore(self) -> None:
+        """Every account as it was at the start."""
+        self.accounts_file.write_text(json.dumps(ACCOUNTS))
+
     def stop(self) -> None:
         if self.proc.poll() is None:
             self.proc.terminate()
@@ -67,9 +77,15 @@ def signing_keys(folder: Path) -> Path:
 
 @contextmanager
 def provider(
-    folder: Path, redirect_uri: str, *, host: str = "127.0.0.1", jwks: Path | None = None
+    folder: Path,
+    redirect_uri: str,
+    *,
+    host: str = "127.0.0.1",
+    jwks: Path | None = None,
+    refresh_tokens: bool = True,
 ) -> Iterator[Provider]:
-    """Start ``server.js`` on a free loopback port; its issuer is ``http://{host}:{port}``."""
+    """Start ``server.js`` on a free loopback port; its issuer is ``http://{host}:{port}``. With
+    ``refresh_tokens`` it gives a refresh token to a sign-in asking for ``offline_access``."""
     node = shutil.which("node")
     if node is None or not (FIXTURE / "node_modules" / "oidc-provider").is_dir():
         not_run("the OpenID Provider tests need node and `make oidc-fixture` (npm ci in tests/fixtures/oidc)")
@@ -87,6 +103,7 @@ def provider(
         "REDIRECT_URIS": redirect_uri,
         "ACCOUNTS_FILE": str(accounts),
         **({"JWKS_FILE": str(jwks)} if jwks else {}),
+        **({} if refresh_tokens else {"NO_REFRESH": "1"}),
     }
     log = open(folder / f"provider-{port}.log", "ab")  # noqa: SIM115
     proc = subprocess.Popen([node, "server.js"], cwd=FIXTURE, env=env, stdout=log, stderr=log)

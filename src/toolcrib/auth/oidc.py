@@ -37,7 +37,7 @@ from joserfc.jws import JWSRegistry
 
 from toolcrib.errors import SignInRefused
 
-__all__ = ["MAX_DOCUMENT_BYTES", "Discovery", "OIDCClient", "OIDCConfig", "Pending"]
+__all__ = ["MAX_DOCUMENT_BYTES", "Answer", "Discovery", "OIDCClient", "OIDCConfig", "Pending"]
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +52,10 @@ LEEWAY_SECONDS = 60
 _ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA")
 """Asymmetric algorithms only: never ``none``, never an HMAC keyed with the client secret."""
 _TOKEN_ERRORS = {"invalid_request", "invalid_client", "invalid_grant", "unauthorized_client"}
+_GOOGLE = "https://accounts.google.com"
+_GOOGLE_OFFLINE = {"access_type": "offline", "prompt": "consent"}
+"""Google lists no ``offline_access``: its refresh token is asked for so, and ``prompt=consent``
+makes it give one at every sign-in, not only at the first."""
 _AUTHORIZE_ERRORS = {
     "invalid_request", "unauthorized_client", "access_denied", "unsupported_response_type",
     "invalid_scope", "server_error", "temporarily_unavailable", "interaction_required",
@@ -78,6 +82,18 @@ class Discovery:
     jwks_uri: str
     auth_methods: tuple[str, ...]
     algorithms: tuple[str, ...]
+    userinfo_endpoint: str | None = None
+    scopes: tuple[str, ...] = ()
+    """``scopes_supported``: ``offline_access`` is asked for when it is listed."""
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """What the provider said at a sign-in or a refresh: the verified claims, and its refresh token
+    (at a refresh: only a rotated, new one), to be kept sealed."""
+
+    claims: dict[str, Any]
+    refresh_token: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,11 +158,12 @@ class OIDCClient:
             "response_type": "code",
             "client_id": self.config.client_id,
             "redirect_uri": self.config.redirect_uri,
-            "scope": self.config.scopes,
+            "scope": _scopes(self.config.scopes, found),
             "state": pending.state,
             "nonce": pending.nonce,
             "code_challenge": create_s256_code_challenge(pending.verifier),
             "code_challenge_method": "S256",
+            **(_GOOGLE_OFFLINE if found.issuer == _GOOGLE else {}),
         }
         joiner = "&" if urlsplit(found.authorization_endpoint).query else "?"
         return found.authorization_endpoint + joiner + urlencode(query), pending
@@ -177,17 +194,64 @@ class OIDCClient:
             raise _refused("invalid_request", "no_code", "The identity provider sent no authorization code.")
         return code
 
-    async def finish(self, code: str, pending: Pending) -> dict[str, Any]:
-        """Exchange the code and verify the ID token; its claims."""
+    async def finish(self, code: str, pending: Pending) -> Answer:
+        """Exchange the code and verify the ID token; its claims and the provider's refresh token."""
         found = await self.discovery()
-        answer = await self._exchange(found, code, pending.verifier)
+        form = {
+            "grant_type": "authorization_code",
+            "code": code,
+            "redirect_uri": self.config.redirect_uri,
+            "code_verifier": pending.verifier,
+        }
+        answer = await self._token(found, form, "code_refused")
         id_token = answer.get("id_token")
         if not isinstance(id_token, str):
             raise _refused("invalid_token", "no_id_token", "The identity provider returned no ID token.")
         access_token = answer.get("access_token")
-        return await self._verify(
+        claims = await self._verify(
             found, id_token, pending.nonce, access_token if isinstance(access_token, str) else None
         )
+        return Answer(claims, _text(answer.get("refresh_token")))
+
+    async def refresh(self, refresh_token: str, subject: str, wanted: str) -> Answer:
+        """Ask the provider again about the person (R-7.11): its token endpoint refreshes
+        ``refresh_token``; the claims are the new ID token's (signature, ``iss``, ``aud``, ``exp``
+        checked as at sign-in), with the userinfo endpoint's when there is no ID token or it lacks
+        the ``wanted`` claim. SignInRefused ``invalid_grant`` when the provider refuses the token or
+        the access token (the person or their consent is gone); any other error means it could not
+        vouch now."""
+        found = await self.discovery()
+        form = {"grant_type": "refresh_token", "refresh_token": refresh_token}
+        answer = await self._token(found, form, "refresh_refused")
+        access, id_token = _text(answer.get("access_token")), _text(answer.get("id_token"))
+        claims = await self._verify(found, id_token, None, access) if id_token else {}
+        if wanted not in claims and access and found.userinfo_endpoint:
+            claims = {**await self._userinfo(found.userinfo_endpoint, access), **claims}
+        if not claims:
+            raise _refused("server_error", "no_claims", "The identity provider said nothing about you.")
+        if claims.get("sub") != subject:
+            raise _refused("invalid_grant", "subject_changed", "The identity provider names someone else.")
+        claims.setdefault("iss", found.issuer)
+        rotated = _text(answer.get("refresh_token"))
+        return Answer(claims, rotated if rotated != refresh_token else None)
+
+    async def _userinfo(self, url: str, access_token: str) -> dict[str, Any]:
+        """OIDC Core §5.3: the claims about the person; 401 means the provider refuses them."""
+        headers = {"Accept": "application/json", "Authorization": f"Bearer {access_token}"}
+        status, body = await self._bounded("GET", url, "userinfo", headers=headers)
+        if status in (401, 403):
+            raise _refused("invalid_grant", "userinfo_refused", "The identity provider no longer knows you.")
+        if status != 200:
+            raise _refused(
+                "server_error", "userinfo_status", f"The identity provider answered HTTP {status}."
+            )
+        try:
+            doc = json.loads(body)
+        except ValueError as exc:
+            raise _refused("server_error", "userinfo_invalid", "The userinfo answer is not JSON.") from exc
+        if not isinstance(doc, dict):
+            raise _refused("server_error", "userinfo_invalid", "The userinfo answer is not an object.")
+        return doc
 
     # --- discovery and keys ------------------------------------------------------------------
 
@@ -276,14 +340,9 @@ class OIDCClient:
 
     # --- the token endpoint and the ID token ---------------------------------------------------
 
-    async def _exchange(self, found: Discovery, code: str, verifier: str) -> dict[str, Any]:
-        """The code exchange (RFC 6749 §4.1.3, RFC 7636 §4.5), authenticated as the provider says."""
-        form = {
-            "grant_type": "authorization_code",
-            "code": code,
-            "redirect_uri": self.config.redirect_uri,
-            "code_verifier": verifier,
-        }
+    async def _token(self, found: Discovery, form: dict[str, str], reason: str) -> dict[str, Any]:
+        """A token request (the code exchange of RFC 6749 §4.1.3 and RFC 7636 §4.5, or a refresh,
+        §6), authenticated as the provider says."""
         kwargs: dict[str, Any] = {"headers": {"Accept": "application/json"}}
         secret = self.config.client_secret
         if (
@@ -300,13 +359,14 @@ class OIDCClient:
         if answer.pop("__status") != 200:
             error = answer.get("error")
             named = error if isinstance(error, str) and error in _TOKEN_ERRORS else "server_error"
-            raise _refused(named, "code_refused", "The identity provider refused the authorization code.")
+            raise _refused(named, reason, "The identity provider refused the grant.")
         return answer
 
     async def _verify(
-        self, found: Discovery, id_token: str, nonce: str, access_token: str | None
+        self, found: Discovery, id_token: str, nonce: str | None, access_token: str | None
     ) -> dict[str, Any]:
-        """OIDC Core §3.1.3.7: signature by the provider's key, then iss, aud, exp, nonce."""
+        """OIDC Core §3.1.3.7: signature by the provider's key, then iss, aud, exp, nonce (none at
+        a refresh, §12.2)."""
         registry = JWSRegistry(algorithms=list(found.algorithms))
         try:
             try:
@@ -317,7 +377,7 @@ class OIDCClient:
             raise _refused(
                 "invalid_token", "bad_signature", "The ID token's signature does not verify."
             ) from exc
-        params = {"nonce": nonce, "client_id": self.config.client_id}
+        params = {"client_id": self.config.client_id, **({"nonce": nonce} if nonce is not None else {})}
         if access_token is not None:
             params["access_token"] = access_token
         options = {
@@ -337,6 +397,19 @@ class OIDCClient:
 
 class _TooLarge(Exception):
     pass
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _scopes(configured: str, found: Discovery) -> str:
+    """The configured scopes, with ``offline_access`` when the provider offers it: its refresh
+    token is what lets toolcrib ask it again about the person at each refresh (R-7.11)."""
+    scopes = configured.split()
+    if "offline_access" in found.scopes and "offline_access" not in scopes:
+        scopes.append("offline_access")
+    return " ".join(scopes)
 
 
 def _form(value: str) -> str:
@@ -377,7 +450,12 @@ def _parse_discovery(doc: Mapping[str, Any], issuer: str) -> Discovery:
     if not offered:
         message = "The identity provider signs ID tokens with no algorithm toolcrib accepts."
         raise _refused("server_error", "no_usable_algorithm", message)
-    return Discovery(issuer, urls[0], urls[1], urls[2], auth_methods or ("client_secret_basic",), offered)
+    userinfo = _endpoint(doc, "userinfo_endpoint") if doc.get("userinfo_endpoint") is not None else None
+    listed = doc.get("scopes_supported")
+    scopes = tuple(x for x in listed if isinstance(x, str)) if isinstance(listed, list) else ()
+    return Discovery(
+        issuer, urls[0], urls[1], urls[2], auth_methods or ("client_secret_basic",), offered, userinfo, scopes
+    )
 
 
 def _endpoint(doc: Mapping[str, Any], name: str) -> str:

@@ -328,7 +328,8 @@ class Provider:
         if self.member_check is not None and refresh_token.subject:
             try:
                 await self.member_check(refresh_token.subject)
-            except SignInRefused as exc:  # suspended, removed, or mapped to no role any more
+            except SignInRefused as exc:  # suspended, removed, unmapped, or not vouched for
+                await store.revoke_grant(self.db, refresh_token.grant_id, self.clock())
                 raise TokenError("invalid_grant", exc.message) from exc
         tokens = self._new_tokens()
         if not await store.rotate_refresh(

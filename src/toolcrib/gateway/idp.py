@@ -23,6 +23,15 @@ Decisions:
   to ``guest`` (which holds nothing), so grants it already holds stop reaching anything, and it is
   refused.
 - **Standing.** A suspended or removed member is refused (``access_denied``).
+- **Vouching (R-7.11).** A member from the provider keeps OAuth grants only while the provider
+  vouches for them. At sign-in the provider's refresh token (``offline_access``, asked for when the
+  provider offers it) is kept sealed with the gateway's key (``store.idp_vouches``); at each
+  refresh of one of their grants the provider is asked again with it, and its fresh claims
+  re-map the role (unless pinned). The provider refusing the token or the person (or their groups
+  mapping to no role) refuses the refresh, and the authorization server revokes the grant. When
+  the provider cannot be asked (unreachable, an error, no refresh token given), the refresh is
+  answered only while its last word for the person (the sign-in, or the last refresh that
+  reached it) is less than ``TOOLCRIB_OIDC_VOUCH_SECONDS`` old.
 
 These functions take no principal: they run before anyone is signed in, on claims the provider
 signed (``auth.oidc`` verified them).
@@ -42,10 +51,12 @@ from toolcrib.gateway.grants import SESSION_SECONDS, new_session_grant
 from toolcrib.policy.roles import ROLES, has_permission
 from toolcrib.policy.scopes import SCOPES
 from toolcrib.settings import Settings
-from toolcrib.store import identities, single_use
+from toolcrib.store import identities, idp_vouches, single_use
 from toolcrib.store.identities import Identity
 
 if TYPE_CHECKING:  # Authlib is loaded only where an identity provider is configured
+    from collections.abc import Callable
+
     from toolcrib.auth.oidc import OIDCClient, Pending
 
 __all__ = [
@@ -208,9 +219,18 @@ async def _remap(gw: Gateway, member: Identity, role: str | None, seen: dict[str
     )  # fmt: skip
 
 
-async def refresh_member(gw: Gateway, name: str, claims: Mapping[str, Any] | None = None) -> Identity:
+async def refresh_member(
+    gw: Gateway,
+    name: str,
+    claims: Mapping[str, Any] | None = None,
+    *,
+    client: Callable[[], OIDCClient | None] | None = None,
+) -> Identity:
     """For the authorization server at a refresh: the member re-mapped from fresh ``claims`` when it
-    has them, else checked as it stands (active, and mapped to a role). SignInRefused otherwise."""
+    has them, else checked as it stands (active, and mapped to a role) and, for a member from the
+    identity provider, vouched for by the provider (``client``: the provider's client, asked again
+    with the person's sealed refresh token; see "Vouching" above). SignInRefused otherwise: the
+    caller refuses the refresh and revokes the grant."""
     if claims is not None:
         signed = await sign_in_member(gw, claims)
         if signed.member.name != name:
@@ -223,7 +243,75 @@ async def refresh_member(gw: Gateway, name: str, claims: Mapping[str, Any] | Non
         raise _refused(f"member_{member.status}", f"Your membership is {member.status}.")
     if member.source == "oidc" and member.role == "guest" and not member.role_pinned:
         raise _refused("no_role", "None of your groups gives you a role in this organization any more.")
+    if member.source != "oidc":
+        return member
+    return await _vouched_for(gw, member, client() if client is not None else None)
+
+
+async def _vouched_for(gw: Gateway, member: Identity, client: OIDCClient | None) -> Identity:
+    """The member as the provider says now, or as it stands while the provider's last word is
+    recent enough; SignInRefused when the provider refuses the person or has not vouched in time."""
+    vouch = await _vouch_of(gw, member)
+    token = _open_token(gw, vouch.refresh_sealed)
+    if token is not None and client is not None:
+        asked = await _ask(gw, member, client, vouch, token, again=True)
+        if asked is not None:
+            return asked
+    if gw.clock() - vouch.vouched_at > gw.settings.oidc_vouch_seconds:
+        raise _refused(
+            "vouch_expired", "The identity provider has not vouched for you recently; sign in again."
+        )
     return member
+
+
+async def _vouch_of(gw: Gateway, member: Identity) -> idp_vouches.Vouch:
+    vouch = await idp_vouches.get_vouch(gw.db, member.name)
+    if vouch is None or (vouch.issuer, vouch.subject) != (member.issuer, member.subject):
+        raise _refused("not_vouched", "The identity provider has not vouched for you here; sign in again.")
+    return vouch
+
+
+async def _ask(
+    gw: Gateway, member: Identity, client: OIDCClient, vouch: idp_vouches.Vouch, token: str, *, again: bool
+) -> Identity | None:
+    """The member re-mapped from what the provider says now; None when it could not be asked."""
+    now = gw.clock()
+    try:
+        answer = await client.refresh(token, vouch.subject, gw.settings.oidc_role_claim)
+    except SignInRefused as exc:
+        if exc.error != "invalid_grant":
+            logger.warning("OIDC refresh of %s: the provider cannot vouch now (%s)", member.name, exc.reason)
+            return None
+        assert vouch.refresh_sealed is not None
+        if not await idp_vouches.forget(gw.db, member.name, vouch.refresh_sealed) and again:
+            newer = await _vouch_of(gw, member)  # a sign-in or another replica stored a new token
+            newer_token = _open_token(gw, newer.refresh_sealed)
+            if newer_token is not None:
+                return await _ask(gw, member, client, newer, newer_token, again=False)
+        raise _refused("provider_refused", "The identity provider no longer vouches for you.") from exc
+    rotated = gw.box.seal(answer.refresh_token) if answer.refresh_token else None
+    remapped = await _remap_fresh(gw, member, answer.claims)  # no role: guest, and refused
+    await idp_vouches.vouched(gw.db, member.name, read=vouch.refresh_sealed, rotated=rotated, now=now)
+    return remapped
+
+
+def _open_token(gw: Gateway, sealed: str | None) -> str | None:
+    try:
+        token = gw.box.open(sealed)
+    except ConfigError:  # sealed under another key: as if the provider had given none
+        return None
+    return token if isinstance(token, str) and token else None
+
+
+async def _remap_fresh(gw: Gateway, member: Identity, claims: Mapping[str, Any]) -> Identity:
+    """The member re-mapped from the provider's fresh claims (a refresh's ID token or userinfo,
+    which need not repeat the e-mail: the one known is kept)."""
+    issuer, subject = str(claims.get("iss", "")), claims.get("sub")
+    if (issuer, subject) != (member.issuer, member.subject) or not isinstance(subject, str):
+        raise _refused("account_mismatch", "The identity provider names someone else.")
+    email = _email(claims, gw.settings) if "email" in claims else (member.email or member.name)
+    seen = {"email": email, "subject": subject, "issuer": issuer}
+    return await _remap(gw, member, role_for(claims, gw.settings), seen)
 
 
 def session_scopes(role: str) -> frozenset[str]:
@@ -265,8 +353,16 @@ async def complete_sign_in(
         raise SignInRefused(
             "invalid_request", "state_replayed", "This sign-in was already completed; start again."
         )
-    claims = await client.finish(code, pending)
-    signed = await sign_in_member(gw, claims)
+    answer = await client.finish(code, pending)
+    signed = await sign_in_member(gw, answer.claims)
+    await idp_vouches.put_sign_in(
+        gw.db,
+        member=signed.member.name,
+        issuer=str(answer.claims["iss"]),
+        subject=str(answer.claims["sub"]),
+        refresh_sealed=gw.box.seal(answer.refresh_token) if answer.refresh_token else None,
+        now=gw.clock(),
+    )
     token = await mint_session(gw, signed.member)
     logger.info("OIDC sign-in of %s (%s)", signed.member.name, signed.member.role)
     return signed, token

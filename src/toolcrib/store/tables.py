@@ -458,3 +458,19 @@ audit_outbox = Table(
     Index("ix_audit_outbox_audit_id", "audit_id"),
 )
 # --- #24 end -----------------------------------------------------------------------------------
+
+# --- #32 the identity provider vouches (R-7.11) -------------------------------------------------
+# Per member from the identity provider: the provider's refresh token from the latest sign-in
+# (sealed with the gateway's key; NULL when the provider gave none) and when the provider last
+# vouched for the person (at that sign-in or at a refresh that asked it again).
+idp_vouches = Table(
+    "idp_vouches",
+    metadata,
+    Column("member", String(80), primary_key=True),
+    Column("issuer", String(512), nullable=False),
+    Column("subject", String(255), nullable=False),
+    Column("refresh_sealed", Text, nullable=True),
+    Column("signed_in_at", Float, nullable=False),
+    Column("vouched_at", Float, nullable=False),
+)
+# --- #32 end -----------------------------------------------------------------------------------

@@ -132,7 +132,7 @@ def create_app(settings: Settings, *, gateway: Gateway | None = None) -> Starlet
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with _gateway(settings, gateway) as gw:
-            _bind_authorization_server(provider, gw)
+            _bind_authorization_server(provider, gw, app.state)
             app.state.oauth_provider, app.state.address_limiter = provider, limiter
             control = ControlPlane(gw)
             manager = StreamableHTTPSessionManager(
@@ -200,12 +200,20 @@ def create_app(settings: Settings, *, gateway: Gateway | None = None) -> Starlet
     )
 
 
-def _bind_authorization_server(provider: Provider, gw: Gateway) -> None:
+def _bind_authorization_server(provider: Provider, gw: Gateway, state: Any) -> None:
     """The authorization server of /mcp on the open gateway's store, key and clock."""
     provider.bind(gw.db, gw.box, gw.clock)
     # client ID metadata documents are fetched on someone's behalf: R-13.5's guarded client
     provider.use_http(lambda: guarded_client(gw.addresses, follow_redirects=True))
-    provider.member_check = partial(idp.refresh_member, gw)  # R-7.8: mapped again at refresh
+    # R-7.8, R-7.11: mapped again at refresh, from what the identity provider says now
+    provider.member_check = partial(idp.refresh_member, gw, client=partial(_oidc_client, state))
+
+
+def _oidc_client(state: Any) -> Any:
+    """The process's identity provider client (None when none is configured)."""
+    from toolcrib.web import oidc
+
+    return oidc.client_of(state) if state.gateway.settings.oidc_issuer else None
 
 
 async def healthz(request: Request) -> Response:

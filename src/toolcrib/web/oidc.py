@@ -18,6 +18,7 @@ provider wrote is echoed. This module (and Authlib with it) is imported only whe
 from __future__ import annotations
 
 from html import escape
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
@@ -33,7 +34,7 @@ from toolcrib.web.address_limits import by_address
 from toolcrib.web.admin.session import set_session
 from toolcrib.web.cookies import is_secure
 
-__all__ = ["CALLBACK_PATH", "COOKIE", "client_for", "routes"]
+__all__ = ["CALLBACK_PATH", "COOKIE", "client_for", "client_of", "routes"]
 
 COOKIE = "toolcrib_oidc"
 PATH = "/auth/oidc"
@@ -61,7 +62,11 @@ def routes(settings: Settings) -> list[Route]:
 
 def client_for(request: Request) -> OIDCClient:
     """The process's one client (it caches discovery and keys); a test may put its own there."""
-    state = request.app.state
+    return client_of(request.app.state)
+
+
+def client_of(state: Any) -> OIDCClient:
+    """The one client kept in the app's ``state`` (made at first use)."""
     client: OIDCClient | None = getattr(state, "oidc", None)
     if client is None:
         gw: Gateway = state.gateway
