@@ -6,6 +6,7 @@ PostgreSQL. The provider changes the person's groups, forgets them, or stops ans
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +19,7 @@ from tests.auth.test_oidc_signin import Live, World, browser, live
 from tests.conftest import free_port
 from tests.e2e.oauth_person import REDIRECT, Person, authorize_url, pkce, query_of, register
 
+from toolcrib.auth.oidc import OIDCClient, OIDCConfig
 from toolcrib.gateway import members
 from toolcrib.store import identities, idp_vouches
 from toolcrib.store.tables import grants
@@ -168,6 +170,52 @@ async def test_r7_11_a_person_the_provider_removed_loses_the_grant_at_its_next_r
         assert refused(await client.refresh()) == "invalid_grant"
         assert await oauth_grant_revoked(lv, BOB)
         assert await idp_vouches.get_vouch(lv.gw.db, BOB) is None  # nothing of theirs is kept
+
+
+class NoIdTokenAtRefresh(httpx2.AsyncBaseTransport):
+    """The network to the real provider, dropping the ID token from its refresh answers (a provider
+    that sends none at a refresh): the userinfo endpoint must then say who the person is."""
+
+    def __init__(self) -> None:
+        self._inner = httpx2.AsyncHTTPTransport()
+        self.userinfo_calls = 0
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        response = await self._inner.handle_async_request(request)
+        self.userinfo_calls += request.url.path.endswith("/me")
+        if request.method != "POST" or b"grant_type=refresh_token" not in request.content:
+            return response
+        await response.aread()
+        answer = json.loads(response.content)
+        answer.pop("id_token", None)
+        return httpx2.Response(response.status_code, json=answer)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+@pytest.mark.usefixtures("bob_an_admin")
+async def test_r7_11_without_an_id_token_at_refresh_the_providers_userinfo_remaps_the_role(
+    world: World, tmp_path: Path
+) -> None:
+    async with live(world, tmp_path, signin_per_minute=10_000) as lv, browser() as http:
+        s = lv.gw.settings
+        assert s.oidc_issuer
+        assert s.oidc_client_id
+        config = OIDCConfig(
+            s.oidc_issuer, s.oidc_client_id, s.oidc_client_secret, s.oidc_scopes, world.callback
+        )
+        network = NoIdTokenAtRefresh()
+        lv.app.state.oidc = OIDCClient(config, clock=lv.gw.clock, transport=network)
+        client = Client(lv, http)
+        await client.grant(world, BOB)
+        world.idp.set_groups(BOB, ["staff"])
+        assert (await client.refresh()).status_code == 200
+        assert network.userinfo_calls == 1
+        assert await role_of(lv, BOB) == "member"
+        world.idp.set_groups(BOB, [])
+        assert refused(await client.refresh()) == "invalid_grant"
+        assert await oauth_grant_revoked(lv, BOB)
 
 
 async def _unreachable_bound(world: World, tmp_path: Path, *, refresh_tokens: bool) -> None:
