@@ -359,7 +359,8 @@ class OIDCClient:
         if answer.pop("__status") != 200:
             error = answer.get("error")
             named = error if isinstance(error, str) and error in _TOKEN_ERRORS else "server_error"
-            raise _refused(named, reason, "The identity provider refused the grant.")
+            what = "refresh token" if form["grant_type"] == "refresh_token" else "authorization code"
+            raise _refused(named, reason, f"The identity provider refused the {what}.")
         return answer
 
     async def _verify(
@@ -450,7 +451,7 @@ def _parse_discovery(doc: Mapping[str, Any], issuer: str) -> Discovery:
     if not offered:
         message = "The identity provider signs ID tokens with no algorithm toolcrib accepts."
         raise _refused("server_error", "no_usable_algorithm", message)
-    userinfo = _endpoint(doc, "userinfo_endpoint") if doc.get("userinfo_endpoint") is not None else None
+    userinfo = _url(doc.get("userinfo_endpoint"))  # optional: without it, a refresh needs an ID token
     listed = doc.get("scopes_supported")
     scopes = tuple(x for x in listed if isinstance(x, str)) if isinstance(listed, list) else ()
     return Discovery(
@@ -460,13 +461,19 @@ def _parse_discovery(doc: Mapping[str, Any], issuer: str) -> Discovery:
 
 def _endpoint(doc: Mapping[str, Any], name: str) -> str:
     """An https URL (plain http on loopback only: a test or a provider on this machine)."""
-    value = doc.get(name)
+    value = _url(doc.get(name))
+    if value is None:
+        message = f"The identity provider's {name} is missing or invalid."
+        raise _refused("server_error", "discovery_invalid", message)
+    return value
+
+
+def _url(value: object) -> str | None:
     parts = urlsplit(value) if isinstance(value, str) and len(value) <= 2048 else None
     local = (
         parts is not None and parts.scheme == "http" and parts.hostname in ("localhost", "127.0.0.1", "::1")
     )
     if parts is None or not (parts.scheme == "https" or local):
-        message = f"The identity provider's {name} is missing or invalid."
-        raise _refused("server_error", "discovery_invalid", message)
+        return None
     assert isinstance(value, str)
     return value
