@@ -241,6 +241,7 @@ async def test_r7_10_forty_anonymous_revokes_with_distinct_document_urls_fetch_a
             },
         )
         assert token.status_code == 401
+        assert token.json()["error"] == "invalid_client"
         assert docs.asked == []  # not one fetch
         assert await clients_stored(gw) == 0  # no client row outside the registration bound
     assert guard.outside_loopback() == []
