@@ -307,3 +307,25 @@ async def test_rfc9700_an_unknown_client_or_unregistered_redirect_gets_an_error_
         assert verified.headers["location"].startswith(REDIRECT)
         assert query_of(verified.headers["location"])["error"] == "invalid_request"
     assert guard.outside_loopback() == []
+
+
+async def test_r7_10_the_daily_registration_bound_counts_an_ipv6_client_by_its_64(tmp_path: Path) -> None:
+    """#32 item 8: a client that picks a new address of its /64 for each registration still meets
+    the per-address daily bound; another /64 has its own."""
+    from toolcrib.web.app import create_app
+
+    settings = settings_for(tmp_path, semantic=False, signin_per_minute=10_000, oauth_clients_per_address=2)
+    body = {"redirect_uris": [REDIRECT], "token_endpoint_auth_method": "none"}
+    async with open_gateway(settings) as gw:
+        app = create_app(gw.settings, gateway=gw)
+        async with app.router.lifespan_context(app):
+
+            async def register_from(address: str) -> int:
+                transport = httpx2.ASGITransport(app=app, client=(address, 5000))
+                async with httpx2.AsyncClient(transport=transport, base_url="http://toolcrib.test") as http:
+                    return (await http.post("/register", json=body)).status_code
+
+            same_64 = ["2001:db8:7:1::1", "2001:db8:7:1::2", "2001:db8:7:1:abcd::3"]
+            assert [await register_from(a) for a in same_64] == [201, 201, 429]
+            assert await register_from("2001:db8:7:2::1") == 201
+        assert await clients_stored(gw) == 3
