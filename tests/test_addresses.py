@@ -177,6 +177,41 @@ def test_r13_5_loopback_and_unique_local_ipv6_are_refused_only_when_private_addr
     assert refusal(ip, deny_private=False) is None
 
 
+PRIVATE_ONLY_V4 = [
+    ipaddress.IPv4Network(n) for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10")
+]
+
+
+@SETTINGS
+@given(
+    st.one_of(*(st.ip_addresses(network=n) for n in [*PRIVATE_ONLY_V4, ipaddress.IPv6Network("fc00::/7")])),
+    st.booleans(),
+)
+def test_r13_7_the_policy_for_anonymous_fetches_refuses_private_addresses_whatever_the_setting(
+    ip: ipaddress.IPv4Address | ipaddress.IPv6Address, loopback: bool
+) -> None:
+    """A fetch an unauthenticated caller triggers (client ID metadata documents) never reaches a
+    private address, IPv4-mapped included, even from a policy that allows them; the development
+    exception lets loopback through and nothing else."""
+    strict = AddressPolicy(deny_private=False, resolve=numeric_only).for_anonymous(allow_loopback=loopback)
+    forms = [str(ip)] + ([f"::ffff:{ip}"] if isinstance(ip, ipaddress.IPv4Address) else [])
+    assert refused_everywhere(strict, forms) == []
+
+
+@pytest.mark.parametrize("loopback", ["127.0.0.1", "127.9.9.9", "::1", "::ffff:127.0.0.1"])
+def test_r13_7_loopback_is_let_through_anonymous_fetches_only_by_the_development_setting(
+    loopback: str,
+) -> None:
+    base = AddressPolicy(deny_private=False, resolve=numeric_only)
+    assert refused_everywhere(base.for_anonymous(), [loopback]) == []
+    assert refused_everywhere(base.for_anonymous(allow_loopback=True), [loopback]) == [loopback]
+    allowed = base.for_anonymous(allow_loopback=True)
+    assert (
+        refused_everywhere(allowed, ["169.254.169.254", "fe80::1", "10.0.0.1", "metadata.google.internal"])
+        == []
+    )
+
+
 def _public_v4(ip: ipaddress.IPv4Address) -> bool:
     return (
         ip.is_global

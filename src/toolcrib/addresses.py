@@ -11,9 +11,10 @@ Three parts:
 - :func:`refusal`, the pure decision on one IP address: link-local (169.254.0.0/16, fe80::/10)
   and the known cloud-metadata addresses always; unspecified, multicast, broadcast and reserved
   always; loopback, RFC 1918, CGNAT (100.64.0.0/10) and ULA (fc00::/7) when private addresses are
-  denied too. An IPv6 address carrying an IPv4 one (IPv4-mapped ``::ffff:a.b.c.d``,
-  IPv4-compatible ``::a.b.c.d``, NAT64 ``64:ff9b::/96``, 6to4 ``2002::/16``, Teredo) is judged by
-  the IPv4 address it carries.
+  denied too (:meth:`AddressPolicy.for_anonymous` denies them always, loopback excepted only by
+  a development setting: R-13.7, the fetches an unauthenticated caller triggers). An IPv6
+  address carrying an IPv4 one (IPv4-mapped ``::ffff:a.b.c.d``, IPv4-compatible ``::a.b.c.d``,
+  NAT64 ``64:ff9b::/96``, 6to4 ``2002::/16``, Teredo) is judged by the IPv4 address it carries.
 - :class:`AddressPolicy`: metadata host names refused by name before any resolution, then the
   host resolved and every address checked. Odd IPv4 spellings (``2852039166``, ``0xa9fea9fe``,
   ``0251.0376.0251.0376``, ``169.254.43518``) are not IP literals to :mod:`ipaddress`, but
@@ -35,7 +36,7 @@ import socket
 import ssl
 import unicodedata
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -122,6 +123,7 @@ _PRIVATE: tuple[tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, str], ...] 
     (_V6("fc00::/7"), "a private (unique local) address"),
 )
 
+_LOOPBACK = (_V4("127.0.0.0/8"), _V6("::1/128"))
 _GLOBAL_UNICAST = _V6("2000::/3")
 _MAPPED = _V6("::ffff:0:0/96")
 _TRANSLATED = _V6("::ffff:0:0:0/96")
@@ -146,11 +148,13 @@ def _embedded(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
     return None
 
 
-def refusal(ip: IP | str, *, deny_private: bool) -> str | None:
+def refusal(ip: IP | str, *, deny_private: bool, allow_loopback: bool = False) -> str | None:
     """Why the gateway will not call ``ip`` (a phrase such as "a link-local address"), or None.
 
     A string is parsed first (an IPv6 zone, ``%eth0``, is ignored); one that is not an IP address
     is refused as such, so a caller never mistakes garbage for an allowed address.
+    ``allow_loopback`` lets loopback through when private addresses are denied (a development
+    setting's exception; it changes nothing when they are not).
     """
     if isinstance(ip, str):
         try:
@@ -162,14 +166,14 @@ def refusal(ip: IP | str, *, deny_private: bool) -> str | None:
     if isinstance(ip, ipaddress.IPv6Address):
         carried = _embedded(ip)
         if carried is not None:
-            why = refusal(carried, deny_private=deny_private)
+            why = refusal(carried, deny_private=deny_private, allow_loopback=allow_loopback)
             return f"{why} inside an IPv6 address" if why else None
     for net, why in _ALWAYS:
         if ip in net:
             return why
     if deny_private:
         for net, why in _PRIVATE:
-            if ip in net:
+            if ip in net and not (allow_loopback and net in _LOOPBACK):
                 return f"{why} (private addresses are denied)"
     outside = isinstance(ip, ipaddress.IPv6Address) and ip not in _GLOBAL_UNICAST
     if outside and not any(ip in net for net, _ in _PRIVATE):  # ::1 and fc00::/7 are not reserved
@@ -217,6 +221,15 @@ class AddressPolicy:
     deny_private: bool = False
     resolve: Resolver = system_resolve
     resolve_seconds: float = 10.0
+    allow_loopback: bool = False
+    """With ``deny_private``: loopback is let through all the same (a development setting)."""
+
+    def for_anonymous(self, *, allow_loopback: bool = False) -> AddressPolicy:
+        """The policy for fetches an unauthenticated caller can trigger (R-13.7: client ID metadata
+        documents): private, loopback and link-local addresses refused whatever
+        ``deny_private_addresses`` says, loopback allowed only when ``allow_loopback`` (development).
+        The same resolver, so the same connect-time check (:class:`GuardedBackend`) applies."""
+        return replace(self, deny_private=True, allow_loopback=allow_loopback)
 
     async def addresses_for(self, host: str, port: int) -> list[str]:
         """The addresses to connect to for ``host``, every one of them checked.
@@ -228,7 +241,7 @@ class AddressPolicy:
             raise _refused(host, "it is a cloud metadata host name")
         literal = _literal(host)
         if literal is not None:
-            why = refusal(literal, deny_private=self.deny_private)
+            why = refusal(literal, deny_private=self.deny_private, allow_loopback=self.allow_loopback)
             if why is not None:
                 raise _refused(host, f"it is {why}")
             return [str(literal)]
@@ -239,7 +252,7 @@ class AddressPolicy:
         if not answers:
             raise OSError(f"{_shown(host)!r} has no address")
         for answer in answers:
-            why = refusal(answer, deny_private=self.deny_private)
+            why = refusal(answer, deny_private=self.deny_private, allow_loopback=self.allow_loopback)
             if why is not None:
                 raise _refused(host, f"it resolves to {why}")
         return [answer.split("%", 1)[0] for answer in answers]

@@ -164,7 +164,15 @@ class Settings(BaseSettings):
     deny_private_addresses: bool = False
     """Refuse upstream URLs, OAuth discovery and every fetch on someone's behalf that resolve to a
     private or loopback address too (R-13.5). Link-local and cloud-metadata addresses are refused
-    whatever this says."""
+    whatever this says, and so are private and loopback ones for client ID metadata documents,
+    which anyone can make the gateway fetch (R-13.7; see ``oauth_allow_loopback_client_documents``)."""
+
+    oauth_allow_loopback_client_documents: bool = False
+    """Development only: let ``/authorize`` fetch a client ID metadata document over plain ``http``
+    from a loopback host (127.0.0.0/8, ::1). Off, such a document is fetched only over ``https``
+    and never from a loopback, private or link-local address, whatever
+    ``deny_private_addresses`` says (R-13.7): an anonymous request must not make the gateway call
+    inside its own network."""
 
     trusted_proxies: list[str] = Field(default_factory=list)
     """Addresses (or CIDR ranges) of reverse proxies whose ``X-Forwarded-Proto`` and

@@ -41,6 +41,17 @@ def hidden(html: str, name: str) -> str:
     return found.group(1).replace("&amp;", "&").replace("&#34;", '"').replace("&#39;", "'")
 
 
+def refused_page(answer: httpx2.Response) -> str:
+    """The error code of an ``/authorize`` refusal shown to the person: a 400 HTML page, never a
+    redirect (RFC 9700 §4.11.2); the page's message follows the code (its reason's code inside)."""
+    assert answer.status_code == 400, answer.text
+    assert answer.headers["content-type"].startswith("text/html")
+    assert "location" not in answer.headers
+    found = re.search(r'role="alert"><code>([a-z_]+)</code>', answer.text)
+    assert found, answer.text
+    return found.group(1)
+
+
 def query_of(url: str) -> dict[str, str]:
     return {k: v[0] for k, v in parse_qs(urlsplit(url).query).items()}
 

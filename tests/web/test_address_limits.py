@@ -52,3 +52,19 @@ async def test_r7_10_wrapped_routes_and_apps_answer_429_past_the_budget_of_an_ad
         assert [(await one.post("/register/")).status_code for _ in range(4)] == [200, 200, 200, 429]
         now[0] += 30
         assert (await one.post("/token")).status_code == 200
+
+
+async def test_r7_10_an_ipv6_client_is_counted_by_its_64_and_a_mapped_ipv4_as_its_ipv4() -> None:
+    """#32 item 8: a host picks any address of its /64 at no cost, so each new address must not be
+    a new budget; an IPv4-mapped address is the IPv4 client it carries."""
+    limiter = AddressLimiter(2, clock=lambda: 100.0)
+    app = Starlette(routes=[Route("/token", by_address(_token, limiter=limiter), methods=["POST"])])
+    same_64 = ("2001:db8:1:2::1", "2001:db8:1:2:ffff:ffff:ffff:fffe")
+    async with _client(app, same_64[0]) as first, _client(app, same_64[1]) as second:
+        assert [(await c.post("/token")).status_code for c in (first, second, second)] == [200, 200, 429]
+    async with _client(app, "2001:db8:1:3::1") as next_64:
+        assert (await next_64.post("/token")).status_code == 200  # another /64: its own budget
+    async with _client(app, "198.51.100.7") as v4, _client(app, "::ffff:198.51.100.7") as mapped:
+        assert [(await c.post("/token")).status_code for c in (v4, mapped, v4)] == [200, 200, 429]
+    async with _client(app, "198.51.100.8") as neighbour:
+        assert (await neighbour.post("/token")).status_code == 200  # IPv4: each address its own

@@ -4,12 +4,16 @@ A client comes from dynamic registration (RFC 7591) or is named by the https URL
 metadata document (the MCP authorization spec). Both are untrusted input: sizes, counts and URL
 schemes are bounded here, and a metadata document is fetched in one function,
 :func:`fetch_client_metadata`, with a size and a time limit over the HTTP client it is given, so
-the gateway passes the one that applies R-13.5's address rules.
+the gateway passes the one that applies R-13.5's address rules. Anyone can make the gateway
+fetch a document (R-13.7), so the fetch follows no redirect (a redirect is a refused client), is
+https only (http on loopback only when a development setting allows it), and the gateway's client
+refuses private addresses; a refused URL is remembered a few minutes (:class:`FailedDocuments`).
 """
 
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -26,7 +30,9 @@ __all__ = [
     "MAX_REDIRECT_URIS",
     "MAX_REDIRECT_URI_LENGTH",
     "ClientMetadataError",
+    "FailedDocuments",
     "StoredClient",
+    "check_document_scheme",
     "check_metadata",
     "fetch_client_metadata",
     "is_document_url",
@@ -45,11 +51,14 @@ _NEVER_SCHEMES = frozenset({"javascript", "data", "file", "vbscript", "blob", "a
 class ClientMetadataError(Exception):
     """A client's metadata that toolcrib refuses; ``reason`` is safe to show to the client."""
 
-    def __init__(self, reason: str, *, bad_uri: bool = False) -> None:
+    def __init__(self, reason: str, *, bad_uri: bool = False, code: str = "invalid_client_metadata") -> None:
         super().__init__(reason)
         self.reason = reason
         self.bad_uri = bad_uri
         """One redirect URI is invalid (RFC 7591 ``invalid_redirect_uri``), not the metadata."""
+        self.code = code
+        """Why, as a code a page or a test can name (``document_redirected``, ``document_not_https``,
+        ``document_address_refused``, ``document_unreachable``, ...)."""
 
 
 def is_loopback(url: str) -> bool:
@@ -116,56 +125,128 @@ def check_metadata(info: OAuthClientInformationFull) -> None:
         raise ClientMetadataError(f"client_name is longer than {MAX_CLIENT_NAME} characters")
 
 
+def _too_large(limit: int) -> ClientMetadataError:
+    return ClientMetadataError(
+        f"the client metadata document is larger than {limit} bytes", code="document_too_large"
+    )
+
+
 async def _read_capped(response: httpx2.Response, limit: int) -> bytes:
     declared = response.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise ClientMetadataError(f"the client metadata document is larger than {limit} bytes")
+        raise _too_large(limit)
     body = bytearray()
     async for chunk in response.aiter_bytes():
         body.extend(chunk)
         if len(body) > limit:
-            raise ClientMetadataError(f"the client metadata document is larger than {limit} bytes")
+            raise _too_large(limit)
     return bytes(body)
+
+
+def check_document_scheme(url: str, *, allow_loopback: bool) -> None:
+    """R-13.7: a document is fetched over https; over http only from a loopback host, and only
+    when the development setting (``allow_loopback``) says so."""
+    scheme = urlsplit(url).scheme
+    if scheme == "https" or (allow_loopback and is_loopback(url)):
+        return
+    raise ClientMetadataError(
+        "a client metadata document is fetched over https only", code="document_not_https"
+    )
+
+
+def _status_refusal(status: int) -> ClientMetadataError:
+    if 300 <= status < 400:  # R-13.7: never followed, wherever it points
+        return ClientMetadataError(
+            f"the client metadata document answered a redirect ({status}); redirects are not followed",
+            code="document_redirected",
+        )
+    return ClientMetadataError(f"the client metadata document answered {status}", code="document_status")
 
 
 async def fetch_client_metadata(
     url: str,
     http: httpx2.AsyncClient,
     *,
+    allow_loopback: bool = False,
     max_bytes: int = MAX_DOCUMENT_BYTES,
     seconds: float = FETCH_SECONDS,
 ) -> dict[str, Any]:
     """Fetch and check the client ID metadata document at ``url``.
 
-    ``http`` decides which addresses may be reached (the integrator passes R-13.5's guarded client);
-    the whole fetch, a slowly dribbled body included, ends after ``seconds``, and a body
-    over ``max_bytes`` is abandoned. The document must name ``url`` itself as its ``client_id``.
+    ``http`` decides which addresses may be reached (the gateway passes its guarded client with
+    R-13.7's policy: no private address); https only, plain http on loopback only with
+    ``allow_loopback``; one request, its redirect never followed (a redirect is a refusal); the
+    whole fetch, a slowly dribbled body included, ends after ``seconds``, and a body over
+    ``max_bytes`` is abandoned. The document must name ``url`` itself as its ``client_id``.
     """
-    try:
-        with anyio.fail_after(seconds):
-            async with http.stream("GET", url, headers={"Accept": "application/json"}) as response:
-                if response.status_code != 200:
-                    raise ClientMetadataError(f"the client metadata document answered {response.status_code}")
-                body = await _read_capped(response, max_bytes)
-    except TimeoutError as exc:
-        raise ClientMetadataError(f"the client metadata document took over {seconds:g} s") from exc
-    except AddressRefused as exc:  # R-13.5: link-local, cloud metadata (or private when denied)
-        raise ClientMetadataError(
-            f"the client metadata document is at a refused address: {exc.message}"
-        ) from exc
-    except httpx2.HTTPError as exc:
-        raise ClientMetadataError(
-            f"the client metadata document could not be fetched ({type(exc).__name__})"
-        ) from exc
+    check_document_scheme(url, allow_loopback=allow_loopback)
+    body = await _fetch(url, http, max_bytes, seconds)
     try:
         document = json.loads(body)
     except ValueError as exc:
-        raise ClientMetadataError("the client metadata document is not JSON") from exc
+        raise ClientMetadataError(
+            "the client metadata document is not JSON", code="document_not_json"
+        ) from exc
     if not isinstance(document, dict):
-        raise ClientMetadataError("the client metadata document is not a JSON object")
+        raise ClientMetadataError(
+            "the client metadata document is not a JSON object", code="document_not_json"
+        )
     if document.get("client_id") != url:
-        raise ClientMetadataError("the document's client_id differs from its URL")
+        raise ClientMetadataError("the document's client_id differs from its URL", code="client_id_mismatch")
     return document
+
+
+async def _fetch(url: str, http: httpx2.AsyncClient, max_bytes: int, seconds: float) -> bytes:
+    headers = {"Accept": "application/json"}
+    try:
+        with anyio.fail_after(seconds):
+            async with http.stream("GET", url, headers=headers, follow_redirects=False) as response:
+                if response.status_code != 200:
+                    raise _status_refusal(response.status_code)
+                return await _read_capped(response, max_bytes)
+    except TimeoutError as exc:
+        raise ClientMetadataError(
+            f"the client metadata document took over {seconds:g} s", code="document_slow"
+        ) from exc
+    except AddressRefused as exc:  # R-13.5, R-13.7: private, loopback, link-local, cloud metadata
+        raise ClientMetadataError(
+            f"the client metadata document is at a refused address: {exc.message}",
+            code="document_address_refused",
+        ) from exc
+    except httpx2.HTTPError as exc:
+        raise ClientMetadataError(
+            f"the client metadata document could not be fetched ({type(exc).__name__})",
+            code="document_unreachable",
+        ) from exc
+
+
+class FailedDocuments:
+    """Document URLs whose fetch failed, remembered ``seconds`` so that asking again does not
+    fetch again (per process; at most ``size`` URLs, the oldest forgotten first)."""
+
+    def __init__(self, *, seconds: float = 300.0, size: int = 10_000) -> None:
+        self.seconds = seconds
+        self.size = size
+        self._failed: OrderedDict[str, tuple[float, ClientMetadataError]] = OrderedDict()
+
+    def get(self, url: str, now: float) -> ClientMetadataError | None:
+        """The remembered refusal of ``url``, or None (never failed, or long enough ago)."""
+        entry = self._failed.get(url)
+        if entry is None:
+            return None
+        if entry[0] <= now:
+            del self._failed[url]
+            return None
+        return entry[1]
+
+    def add(self, url: str, error: ClientMetadataError, now: float) -> None:
+        self._failed.pop(url, None)
+        self._failed[url] = (now + self.seconds, error)
+        while len(self._failed) > self.size:
+            self._failed.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._failed)
 
 
 def client_from_document(url: str, document: dict[str, Any], scopes: str) -> StoredClient:
@@ -177,6 +258,8 @@ def client_from_document(url: str, document: dict[str, Any], scopes: str) -> Sto
     try:
         client = StoredClient.model_validate(values)
     except ValidationError as exc:
-        raise ClientMetadataError("the client metadata document is not valid client metadata") from exc
+        raise ClientMetadataError(
+            "the client metadata document is not valid client metadata", code="invalid_client_metadata"
+        ) from exc
     check_metadata(client)
     return client

@@ -37,8 +37,10 @@ from mcp.server.auth.provider import (
 )
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
+from toolcrib.addresses import AddressPolicy, guarded_client
 from toolcrib.auth.clients import (
     ClientMetadataError,
+    FailedDocuments,
     StoredClient,
     check_metadata,
     client_from_document,
@@ -70,6 +72,12 @@ class GrantRefreshToken(RefreshToken):
 
 
 GrantToken = GrantAccessToken | GrantRefreshToken
+
+
+def _stored(row: store.ClientRow, client_id: str) -> StoredClient:
+    client = StoredClient.model_validate({**row.info, "client_id": client_id})
+    client.secret_sha256 = row.secret_sha256
+    return client
 
 
 def resource_ok(resource: str | None, base: str) -> bool:
@@ -125,7 +133,9 @@ class Provider:
         self.base_url = base_url
         self._access_seconds = access_seconds
         self._refresh_seconds = refresh_days * 86400
-        self._http = http or (lambda: httpx2.AsyncClient(follow_redirects=False))
+        self._loopback_documents = False
+        self._http = http or self._documents_client(AddressPolicy())
+        self._failed = FailedDocuments()
         self.registering_from: Callable[[], str | None] = lambda: None
         self.member_check: Callable[[str], Awaitable[object]] | None = None
         """Asked at every refresh whether the grant's member may still have one: the identity
@@ -135,34 +145,55 @@ class Provider:
         """The store, key and clock of the gateway, once it is open (the app's lifespan)."""
         self.db, self.box, self.clock = db, box, clock
 
-    def use_http(self, http: Callable[[], httpx2.AsyncClient]) -> None:
-        """The HTTP client client-metadata documents are fetched with (R-13.5's guarded one)."""
-        self._http = http
+    def use_addresses(self, addresses: AddressPolicy, *, loopback_documents: bool = False) -> None:
+        """Client ID metadata documents are fetched through ``addresses`` made strict (R-13.7:
+        private, loopback and link-local refused whatever ``deny_private_addresses`` says, checked
+        on the resolved address at connect time), loopback and plain http allowed only when
+        ``loopback_documents`` (``oauth_allow_loopback_client_documents``, development)."""
+        self._loopback_documents = loopback_documents
+        self._http = self._documents_client(addresses)
+
+    def _documents_client(self, addresses: AddressPolicy) -> Callable[[], httpx2.AsyncClient]:
+        strict = addresses.for_anonymous(allow_loopback=self._loopback_documents)
+        return lambda: guarded_client(strict, follow_redirects=False)
 
     # --- clients --------------------------------------------------------------------------------
 
     async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
+        """The client as stored; never fetched here (``/token``, ``/revoke``, the consent page):
+        only ``/authorize`` fetches a client ID metadata document (:meth:`client_for_authorize`)."""
         if len(client_id) > 512:
             return None
+        row = await store.get_client(self.db, client_id)
+        return None if row is None else _stored(row, client_id)
+
+    async def client_for_authorize(self, client_id: str) -> OAuthClientInformationFull:
+        """The client ``/authorize`` names: stored, or its metadata document fetched (again after
+        an hour) and stored; ClientMetadataError when it is unknown or its document is refused
+        (a refused URL is not fetched again for a few minutes)."""
+        if len(client_id) > 512:
+            raise ClientMetadataError("the client_id is too long", code="unknown_client")
         row = await store.get_client(self.db, client_id)
         if is_document_url(client_id):
             fresh = row is not None and (row.fetched_at or 0) > self.clock() - DOCUMENT_FRESH_SECONDS
             if not fresh:
                 return await self._fetch_document(client_id)
         if row is None:
-            return None
-        client = StoredClient.model_validate({**row.info, "client_id": client_id})
-        client.secret_sha256 = row.secret_sha256
-        return client
+            raise ClientMetadataError("this client is not registered here", code="unknown_client")
+        return _stored(row, client_id)
 
-    async def _fetch_document(self, url: str) -> StoredClient | None:
+    async def _fetch_document(self, url: str) -> StoredClient:
+        failed = self._failed.get(url, self.clock())
+        if failed is not None:  # refused a moment ago: not fetched again (#32)
+            raise ClientMetadataError(failed.reason, code=failed.code)
         try:
             async with self._http() as http:
-                document = await fetch_client_metadata(url, http)
+                document = await fetch_client_metadata(url, http, allow_loopback=self._loopback_documents)
             client = client_from_document(url, document, ALL_SCOPES)
         except ClientMetadataError as exc:
             logger.warning("client metadata document %s refused: %s", url[:200], exc.reason)
-            return None
+            self._failed.add(url, exc, self.clock())
+            raise
         info = client.model_dump(mode="json", exclude_none=True)
         await store.put_client(
             self.db,

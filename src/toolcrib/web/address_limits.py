@@ -5,7 +5,9 @@ and the identity provider's callback, costs one request each; these endpoints ar
 client address (``request.client.host``, which a trusted proxy's address, once configured, is
 rewritten to) to ``signin_per_minute``: that many at once, then one more every ``60 / N`` seconds
 (the GCRA of ``policy.limits``). The limiter lives in the process (per replica): it bounds a
-brute force's pace, it is not an account lockout.
+brute force's pace, it is not an account lockout. An IPv6 client is counted by its /64 (one
+subscriber's network: a host picks any address in it at no cost), an IPv4-mapped IPv6 address as
+the IPv4 address it carries, an IPv4 address by itself (:func:`address_bucket`).
 
 Wrapping an endpoint is one line, each wrapped endpoint with its own budget::
 
@@ -18,6 +20,7 @@ Memory is bounded: an address whose budget is whole again is forgotten, and past
 
 from __future__ import annotations
 
+import ipaddress
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
@@ -31,6 +34,7 @@ from toolcrib.policy.limits import MINUTE, next_tat, passes, retry_after
 __all__ = [
     "AddressLimited",
     "AddressLimiter",
+    "address_bucket",
     "by_address",
     "client_address",
     "rate_limited_json",
@@ -59,10 +63,13 @@ class AddressLimiter:
         self._tat: OrderedDict[str, float] = OrderedDict()  # least recently seen first
 
     def check(self, address: str | None) -> float | None:
-        """Count one request from ``address``: None when it may pass, else seconds to wait."""
+        """Count one request from ``address`` (its :func:`address_bucket`): None when it may pass,
+        else seconds to wait."""
+        return self._take(address_bucket(address) if address else "unknown")
+
+    def _take(self, key: str) -> float | None:
         now = self.clock()
         self._forget_rested(now)
-        key = address or "unknown"
         new = next_tat(self._tat.get(key), now, self.interval)
         if not passes(new, now, MINUTE):
             return retry_after(new, now, MINUTE)
@@ -75,7 +82,7 @@ class AddressLimiter:
     def retry_after(self, bucket: str, address: str) -> int | None:
         """:meth:`check` for one of several endpoints sharing this limiter, each with its own
         budget per address (``bucket``): None when the request may pass, else whole seconds."""
-        wait = self.check(f"{bucket}\0{address}")
+        wait = self._take(f"{bucket}\0{address_bucket(address)}")
         return None if wait is None else _seconds(wait)
 
     def __len__(self) -> int:
@@ -88,6 +95,20 @@ class AddressLimiter:
             if oldest is None or oldest[1] > now:
                 return
             del self._tat[oldest[0]]
+
+
+def address_bucket(address: str) -> str:
+    """What one client address counts as: an IPv6 address its /64, an IPv4-mapped one the IPv4
+    address it carries, an IPv4 address (or anything else, ``unknown`` say) itself."""
+    try:
+        ip = ipaddress.ip_address(address.split("%", 1)[0])
+    except ValueError:
+        return address
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.IPv6Network((ip, 64), strict=False))
+    return str(ip)
 
 
 def client_address(request: Request) -> str:

@@ -22,7 +22,6 @@ from starlette.routing import Route, Router
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from toolcrib import tracing
-from toolcrib.addresses import guarded_client
 from toolcrib.auth.metadata import protected_resource_metadata, www_authenticate
 from toolcrib.errors import Unauthenticated
 from toolcrib.gateway import idp
@@ -203,8 +202,8 @@ def create_app(settings: Settings, *, gateway: Gateway | None = None) -> Starlet
 def _bind_authorization_server(provider: Provider, gw: Gateway, state: Any) -> None:
     """The authorization server of /mcp on the open gateway's store, key and clock."""
     provider.bind(gw.db, gw.box, gw.clock)
-    # client ID metadata documents are fetched on someone's behalf: R-13.5's guarded client
-    provider.use_http(lambda: guarded_client(gw.addresses, follow_redirects=True))
+    # client ID metadata documents are fetched at anyone's request: R-13.7's strict address policy
+    provider.use_addresses(gw.addresses, loopback_documents=gw.settings.oauth_allow_loopback_client_documents)
     # R-7.8, R-7.11: mapped again at refresh, from what the identity provider says now
     provider.member_check = partial(idp.refresh_member, gw, client=partial(_oidc_client, state))
 

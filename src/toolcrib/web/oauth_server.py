@@ -3,7 +3,11 @@
 ``/.well-known/oauth-authorization-server`` (RFC 8414, issuer = the gateway's public URL),
 ``/authorize``, ``/token``, ``/register``, ``/revoke``. In front of the SDK's handlers:
 
-- a per-address rate limit on ``/authorize``, ``/token`` and ``/register`` (R-7.10);
+- a per-address rate limit on ``/authorize``, ``/token``, ``/register`` and ``/revoke`` (R-7.10);
+- ``/authorize`` alone fetches a client ID metadata document (``/token`` and ``/revoke`` know only
+  stored clients, so they trigger no fetch and store nothing: #32), and until the client and its
+  redirect URI are verified an error is an HTML page for the person, never a redirect (RFC 9700
+  §4.11.2); after that, errors go back to the redirect URI as RFC 6749 §4.1.2.1 says;
 - PKCE S256 only: a request without ``code_challenge_method`` means ``plain`` (RFC 7636 §4.3),
   which the SDK refuses with ``invalid_request`` as it refuses an explicit ``plain``;
 - ``resource`` (RFC 8707) at ``/token``: another resource than this gateway is ``invalid_target``;
@@ -17,9 +21,12 @@ import base64
 import binascii
 import contextvars
 import hmac
+import importlib
+import sys
 from typing import Any
 from urllib.parse import unquote, urlencode
 
+import anyio.to_thread
 from mcp.server.auth.handlers.authorize import AuthorizationHandler
 from mcp.server.auth.handlers.register import RegistrationHandler
 from mcp.server.auth.handlers.revoke import RevocationHandler
@@ -27,24 +34,27 @@ from mcp.server.auth.handlers.token import TokenHandler
 from mcp.server.auth.middleware.client_auth import AuthenticationError, ClientAuthenticator
 from mcp.server.auth.routes import build_metadata
 from mcp.server.auth.settings import ClientRegistrationOptions, RevocationOptions
-from mcp.shared.auth import OAuthClientInformationFull
-from pydantic import AnyHttpUrl
+from mcp.shared.auth import InvalidRedirectUriError, OAuthClientInformationFull
+from pydantic import AnyHttpUrl, AnyUrl, TypeAdapter, ValidationError
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp
 
+from toolcrib.auth.clients import ClientMetadataError
 from toolcrib.gateway.authorization import Provider, resource_ok
 from toolcrib.policy.scopes import SCOPES
 from toolcrib.settings import Settings
 from toolcrib.store import oauth_server as store
 from toolcrib.store.members import hash_token
-from toolcrib.web.address_limits import AddressLimiter, client_address, too_many
+from toolcrib.web.address_limits import AddressLimiter, address_bucket, client_address, too_many
 
 __all__ = ["MAX_REGISTRATION_BYTES", "authorization_server_routes"]
 
 MAX_REGISTRATION_BYTES = 16 * 1024
+_URL: TypeAdapter[AnyUrl] = TypeAdapter(AnyUrl)
+_PAGES = "toolcrib.web.auth_pages"
 _registering_from: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "registering_from", default=None
 )
@@ -97,6 +107,37 @@ def _oauth_error(error: str, description: str, status: int = 400) -> Response:
     return JSONResponse(body, status, headers={"Cache-Control": "no-store"})
 
 
+async def _error_page(code: str, message: str) -> Response:
+    """An error shown to the person in the browser: 400, HTML, no redirect (RFC 9700 §4.11.2).
+    The pages' module (and Jinja2) is imported at its first use, in a worker thread (#12)."""
+    pages = sys.modules.get(_PAGES)
+    if pages is None:
+        pages = await anyio.to_thread.run_sync(importlib.import_module, _PAGES)
+    answer: Response = pages.page("refused.html", status=400, code=code, message=message)
+    return answer
+
+
+async def _unverified(request: Request, provider: Provider) -> Response | None:
+    """The error page when ``/authorize`` names no known client (a metadata document not fetched
+    or refused included) or a ``redirect_uri`` it did not register; None when both are verified."""
+    client_id = request.query_params.get("client_id")
+    if not client_id:
+        return await _error_page("invalid_request", "The request names no client (client_id).")
+    try:
+        client = await provider.client_for_authorize(client_id)
+    except ClientMetadataError as exc:
+        return await _error_page("invalid_client", f"This app is not known here: {exc.reason} ({exc.code}).")
+    raw = request.query_params.get("redirect_uri")
+    try:
+        client.validate_redirect_uri(None if raw is None else _URL.validate_python(raw))
+    except (ValidationError, InvalidRedirectUriError):
+        return await _error_page(
+            "invalid_request",
+            "The address to send you back to (redirect_uri) is not one this app registered.",
+        )
+    return None
+
+
 def authorization_server_routes(
     settings: Settings, provider: Provider, limiter: AddressLimiter
 ) -> list[Route]:
@@ -124,6 +165,8 @@ def authorization_server_routes(
     async def authorize(request: Request) -> Response:
         if (wait := limiter.retry_after("authorize", client_address(request))) is not None:
             return too_many(wait)
+        if (refused := await _unverified(request, provider)) is not None:
+            return refused
         if "code_challenge_method" not in request.query_params:  # RFC 7636 §4.3: absent means plain
             query = [*request.query_params.multi_items(), ("code_challenge_method", "plain")]
             scope = {**request.scope, "query_string": urlencode(query).encode()}
@@ -142,7 +185,7 @@ def authorization_server_routes(
         return answer
 
     async def register(request: Request) -> Response:
-        address = client_address(request)
+        address = address_bucket(client_address(request))  # an IPv6 /64 counts as one address
         if (wait := limiter.retry_after("register", address)) is not None:
             return too_many(wait)
         if await _too_large(request):
@@ -159,6 +202,8 @@ def authorization_server_routes(
             _registering_from.reset(marker)
 
     async def revoke(request: Request) -> Response:
+        if (wait := limiter.retry_after("revoke", client_address(request))) is not None:
+            return too_many(wait)
         return await revoke_handler.handle(request)
 
     return [
