@@ -17,7 +17,7 @@ from typing import Any, Literal, TypeVar
 
 import anyio
 
-__all__ = ["JsonFormatter", "RequestLog", "configure", "log_event", "traced"]
+__all__ = ["DRIVER_LOGGERS", "JsonFormatter", "RequestLog", "configure", "log_event", "traced"]
 
 T = TypeVar("T")
 logger = logging.getLogger("toolcrib.access")
@@ -112,7 +112,19 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(out, ensure_ascii=False, default=str)
 
 
-_DRIVER_LOGGERS = ("aiosqlite", "psycopg", "sqlalchemy.engine")
+DRIVER_LOGGERS = (
+    "sqlalchemy",
+    "aiosqlite",
+    "psycopg",
+    "asyncpg",
+    "alembic",
+    "httpx",
+    "httpcore",
+    "httpx2",
+    "httpcore2",
+)
+"""Libraries whose INFO and DEBUG lines are their own working (every SQL statement of every poll,
+every HTTP request of a session): kept at WARNING whatever the level (#32)."""
 
 
 def configure(level: str, fmt: Literal["text", "json"]) -> None:
@@ -122,7 +134,8 @@ def configure(level: str, fmt: Literal["text", "json"]) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
-    # The database drivers' debug lines quote every statement's bound values (tokens, sealed
-    # secrets, arguments): never shown, whatever the level (#21, with the engines' hide_parameters).
-    for driver in _DRIVER_LOGGERS:
-        logging.getLogger(driver).setLevel(max(logging.INFO, root.level))
+    # The drivers' INFO is SQLAlchemy's echo (a batch of statements every poll, #32) and their
+    # DEBUG quotes every statement's bound values (tokens, sealed secrets, arguments, #21, with the
+    # engines' hide_parameters): their warnings and errors only, whatever the level.
+    for driver in DRIVER_LOGGERS:
+        logging.getLogger(driver).setLevel(max(logging.WARNING, root.level))
