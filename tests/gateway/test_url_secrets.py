@@ -33,6 +33,7 @@ from toolcrib.gateway.url_secrets import (
             "https://crm.example/mcp?api%5Fkey=***&signature=***",
         ),
         ("https://crm.example/mcp?token=", "https://crm.example/mcp?token="),
+        ("https://x.blob.example/mcp?sv=2024&sig=abc%2Bd", "https://x.blob.example/mcp?sv=2024&sig=***"),
     ],
 )
 def test_r13_7_a_urls_userinfo_and_credential_query_values_are_shown_as_stars(url: str, shown: str) -> None:
