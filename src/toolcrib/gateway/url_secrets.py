@@ -76,15 +76,15 @@ def placeholder_url(url: str, ref: Callable[[str], str]) -> str:
 
 
 def url_secret_values(url: str | None) -> list[str]:
-    """The texts by which ``url``'s secrets are redacted from free text: the userinfo, its user and
-    password, and each credential query value, as written and decoded."""
+    """The texts by which ``url``'s secrets are redacted from free text: the userinfo, its password,
+    and each credential query value, as written and decoded. Not the user name alone: it is often an
+    ordinary word (``support``), which would be blanked all over results."""
     if not url:
         return []
     _, info, pairs = _parts(url)
     raw = [v for n, v in pairs if v and _secret_query(n, v)]
     if info is not None:
-        user, _, password = info.partition(":")
-        raw += [info, user, password]
+        raw += [info, info.partition(":")[2]]
     return list(dict.fromkeys(t for v in raw if v for t in (v, unquote(v))))
 
 
