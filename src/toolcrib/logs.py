@@ -11,13 +11,13 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal, TypeVar
 
 import anyio
 
-__all__ = ["JsonFormatter", "RequestLog", "configure", "log_event", "traced"]
+__all__ = ["DRIVER_LOGGERS", "JsonFormatter", "RequestLog", "configure", "log_event", "shown_path", "traced"]
 
 T = TypeVar("T")
 logger = logging.getLogger("toolcrib.access")
@@ -67,12 +67,25 @@ async def traced(
     return result
 
 
-class RequestLog:
-    """ASGI middleware: one line per HTTP request, with the member the route authenticated."""
+def shown_path(path: str, secret_paths: Sequence[str]) -> str:
+    """``path`` as a log line or a span shows it: the segment after a prefix in ``secret_paths`` (the
+    token of an upstream OAuth start link, #32) is ``***``."""
+    for prefix in secret_paths:
+        if path.startswith(prefix) and len(path) > len(prefix):
+            _, slash, rest = path[len(prefix) :].partition("/")
+            return f"{prefix}***{slash}{rest}"
+    return path
 
-    def __init__(self, app: Any, principal_key: str) -> None:
+
+class RequestLog:
+    """ASGI middleware: one line per HTTP request, with the member the route authenticated.
+
+    A path under one of ``secret_paths`` is logged with its secret segment as ``***``."""
+
+    def __init__(self, app: Any, principal_key: str, secret_paths: Sequence[str] = ()) -> None:
         self._app = app
         self._key = principal_key
+        self._secret_paths = tuple(secret_paths)
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -90,7 +103,8 @@ class RequestLog:
         finally:
             principal = scope.get(self._key)
             member = getattr(principal, "member", None)
-            log_event("request", member, f"{scope['method']} {scope['path']}", str(status[0]), started)
+            path = shown_path(str(scope["path"]), self._secret_paths)
+            log_event("request", member, f"{scope['method']} {path}", str(status[0]), started)
 
 
 class JsonFormatter(logging.Formatter):
@@ -112,7 +126,19 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(out, ensure_ascii=False, default=str)
 
 
-_DRIVER_LOGGERS = ("aiosqlite", "psycopg", "sqlalchemy.engine")
+DRIVER_LOGGERS = (
+    "sqlalchemy",
+    "aiosqlite",
+    "psycopg",
+    "asyncpg",
+    "alembic",
+    "httpx",
+    "httpcore",
+    "httpx2",
+    "httpcore2",
+)
+"""Libraries whose INFO and DEBUG lines are their own working (every SQL statement of every poll,
+every HTTP request of a session): kept at WARNING whatever the level (#32)."""
 
 
 def configure(level: str, fmt: Literal["text", "json"]) -> None:
@@ -122,7 +148,8 @@ def configure(level: str, fmt: Literal["text", "json"]) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
-    # The database drivers' debug lines quote every statement's bound values (tokens, sealed
-    # secrets, arguments): never shown, whatever the level (#21, with the engines' hide_parameters).
-    for driver in _DRIVER_LOGGERS:
-        logging.getLogger(driver).setLevel(max(logging.INFO, root.level))
+    # The drivers' INFO is SQLAlchemy's echo (a batch of statements every poll, #32) and their
+    # DEBUG quotes every statement's bound values (tokens, sealed secrets, arguments, #21, with the
+    # engines' hide_parameters): their warnings and errors only, whatever the level.
+    for driver in DRIVER_LOGGERS:
+        logging.getLogger(driver).setLevel(max(logging.WARNING, root.level))

@@ -16,7 +16,7 @@ from sqlalchemy import text
 
 from toolcrib.errors import StoreError
 from toolcrib.gateway.faults import in_band
-from toolcrib.logs import configure
+from toolcrib.logs import DRIVER_LOGGERS, configure
 from toolcrib.store.database import Database
 
 pytestmark = pytest.mark.anyio
@@ -58,7 +58,7 @@ def test_r3_3_driver_debug_lines_with_bound_values_stay_off_at_debug_level() -> 
     """aiosqlite and psycopg log each statement with its values at DEBUG: never, whatever the level."""
     root = logging.getLogger()
     handlers, level_before = root.handlers[:], root.level
-    drivers = [logging.getLogger(name) for name in ("aiosqlite", "psycopg", "sqlalchemy.engine")]
+    drivers = [logging.getLogger(name) for name in DRIVER_LOGGERS]
     levels = [d.level for d in drivers]
     try:
         configure("DEBUG", "text")

@@ -6,7 +6,6 @@ import weakref
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import anyio
 
@@ -31,6 +30,7 @@ from toolcrib.gateway.connection_definition import Definition, check_definition,
 from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.oauth_binding import link_for
 from toolcrib.gateway.shaping import redact_text
+from toolcrib.gateway.url_secrets import connect_url, public_url, sealed_url, url_secret_values
 from toolcrib.policy.gates import Operator, Principal, require_operation
 from toolcrib.store import connections as store
 from toolcrib.store.connections import ConnectionRow, StoredTool
@@ -109,7 +109,7 @@ async def add_connection(
         connector=d.connector,
         transport="stdio" if d.argv is not None else "http",
         command=d.argv,
-        url=d.url,
+        url=None if d.url is None else public_url(d.url),  # its secrets are sealed (R-13.7)
         secrets=gw.box.seal(_sealed(d)),
         status="pending",
         reason="not synced yet",
@@ -149,7 +149,7 @@ async def update_connection(
         raise NotFound(f"no connection named {name!r}")
     secrets: dict[str, Any] = gw.box.open(current.secrets) or {}
     if command is None and url is None:
-        command, url = current.command, current.url
+        command, url = current.command, connect_url(current.url, secrets)
     d = check_definition(
         name,
         current.connector if connector is None else connector,
@@ -171,7 +171,7 @@ async def update_connection(
         connector=d.connector,
         transport="stdio" if d.argv is not None else "http",
         command=d.argv,
-        url=d.url,
+        url=None if d.url is None else public_url(d.url),  # its secrets are sealed (R-13.7)
         secrets=gw.box.seal(_sealed(d)),
         pinning=current.pinning if pinning is None else pinning,
     )
@@ -196,8 +196,9 @@ def _check_pinning(pinning: object) -> None:
 
 
 def _sealed(d: Definition) -> dict[str, Any]:
-    """What a connection keeps sealed (R-13.3): its env, headers and OAuth client settings."""
-    secrets: dict[str, Any] = {"env": d.env, "headers": d.headers}
+    """What a connection keeps sealed (R-13.3): its env, headers and OAuth client settings, and its
+    URL when that carries a secret (R-13.7)."""
+    secrets: dict[str, Any] = {"env": d.env, "headers": d.headers, **sealed_url(d.url)}
     if d.oauth is not None:
         secrets["oauth"] = {k: v for k, v in d.oauth.items() if k != "per_member"}
     return secrets
@@ -264,7 +265,7 @@ def _spec(gw: Gateway, row: ConnectionRow, member: str) -> UpstreamSpec:
         name=row.name,
         transport="stdio" if row.transport == "stdio" else "http",
         command=tuple(row.command or ()),
-        url=row.url,
+        url=connect_url(row.url, secrets),
         env=dict(secrets.get("env") or {}),
         headers=dict(secrets.get("headers") or {}),
         oauth=oauth.binding_of(gw, row, member),
@@ -276,7 +277,7 @@ def _spec(gw: Gateway, row: ConnectionRow, member: str) -> UpstreamSpec:
 def secrets_of(gw: Gateway, spec: UpstreamSpec) -> list[str]:
     """What is redacted from a connection's results and free text (R-12.2, R-13.3): its own
     credentials and the secret values frozen on its tools (R-9.2), as the gateway holds them now."""
-    return [*spec.secret_values(), *gw.frozen_secrets(spec.name)]
+    return [*spec.secret_values(), *url_secret_values(spec.url), *gw.frozen_secrets(spec.name)]
 
 
 async def sync_connection(gw: Gateway, name: str) -> ConnectionRow:
@@ -436,7 +437,7 @@ def connection_view(row: ConnectionRow) -> dict[str, Any]:
     command = row.command if broken is None else None
     target = None
     if row.transport == "http" and broken is None:  # a key in the query string is hidden too
-        target = redact_text(_without_userinfo(row.url or ""), [])
+        target = redact_text(public_url(row.url or ""), [])
     if row.transport == "stdio" and command:
         target = " ".join(command)
     return {
@@ -451,11 +452,3 @@ def connection_view(row: ConnectionRow) -> dict[str, Any]:
         "pinning": row.pinning,
         "authorize_url": row.authorize_url if broken is None else None,  # the viewer's own link only
     }
-
-
-def _without_userinfo(url: str) -> str:
-    """A URL's ``user:password@`` is a credential too (R-13.3): never shown."""
-    parts = urlsplit(url)
-    if "@" not in parts.netloc:
-        return url
-    return urlunsplit(parts._replace(netloc="***@" + parts.netloc.rpartition("@")[2]))

@@ -26,6 +26,7 @@ from toolcrib.gateway import reach
 from toolcrib.gateway.catalogs import reinstall
 from toolcrib.gateway.core import Gateway, PolicySnapshot
 from toolcrib.gateway.oauth_binding import digest, link_for
+from toolcrib.gateway.url_secrets import connect_url
 from toolcrib.policy.gates import Principal
 from toolcrib.store import connections as conn_store
 from toolcrib.store import oauth as grant_store
@@ -171,8 +172,9 @@ async def authorize(gw: Gateway, row: ConnectionRow, starter: Principal) -> Conn
     """
     binding = binding_of(gw, row)
     assert binding is not None
-    assert row.url is not None
-    token = await gw.upstreams.authorizer.begin(binding, row.url, starter.member)
+    url = connect_url(row.url, gw.box.open(row.secrets) or {})  # its secrets are sealed (R-13.7)
+    assert url is not None
+    token = await gw.upstreams.authorizer.begin(binding, url, starter.member)
     if token is not None:
         fresh = await conn_store.get_connection(gw.db, row.name)
         status = "pending" if fresh is None or fresh.status == "pending" else "needs_reauth"

@@ -45,7 +45,7 @@ async def on_auth_needed(gw: Gateway, spec: UpstreamSpec) -> str | None:
     member = spec.oauth.member
     await grant_store.put_grant(gw.db, row.name, member, tokens=None, expires_at=None)  # dead: no refreshes
     if member:  # one member's own grant: only that member must authorize; the connection stays as it is
-        token = await gw.upstreams.authorizer.begin(spec.oauth, row.url, member)
+        token = await gw.upstreams.authorizer.begin(spec.oauth, spec.url or row.url, member)
         return start_link(gw, token) if token is not None else None
     await conn_store.set_status(gw.db, row.name, "needs_reauth", _DEAD)
     await reinstall(gw, row.name)

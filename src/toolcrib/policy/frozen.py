@@ -60,6 +60,7 @@ CREDENTIAL_WORDS = frozenset(
         "cookie",
         "session",
         "signature",
+        "sig",
     }
 )
 """Words that make a parameter's value secret by default (R-9.2)."""

@@ -40,6 +40,7 @@ from toolcrib.errors import (
     UpstreamStopped,
     UpstreamTimeout,
 )
+from toolcrib.upstream.failures import TIMEOUT, http_cause
 from toolcrib.upstream.framing import is_too_large
 from toolcrib.upstream.http_bound import bound_json_responses, is_bounded_refusal
 from toolcrib.upstream.http_client import UpstreamHttpClient
@@ -117,6 +118,7 @@ class UpstreamSession:
         self._requests = 0  # in flight now: a session answering one is never idle
         self._stderr: IO[bytes] | None = None
         self._refused_status: int | None = None  # 401/403 from an HTTP upstream: its credentials failed
+        self._error_status: int | None = None  # the last error status a POST was answered with
         self._refused_address: AddressRefused | None = None  # a host the gateway will not call (R-13.5)
         self._in_flight: list[CallRelay | None] = []  # the calls running now, for what names no call
 
@@ -311,7 +313,7 @@ class UpstreamSession:
             stop.set()
             self._note_failure()
             raise UpstreamTimeout(
-                f"{self.spec.name}: no answer within {self._connect_timeout:g} s of starting"
+                f"{self.spec.name}: {TIMEOUT}: no answer within {self._connect_timeout:g} s of starting"
             )
         if self._client is None:
             if self._auth_needed:  # not a failure of the server: no back-off before the next start
@@ -366,6 +368,7 @@ class UpstreamSession:
                 spec.command, env=spec.env, errlog=self._stderr, max_message_bytes=self._max_message
             )
         self._refused_status = None
+        self._error_status = None
         self._refused_address = None
 
         def note_refused_address(exc: AddressRefused) -> None:
@@ -374,6 +377,8 @@ class UpstreamSession:
         async def note_refusal(response: httpx2.Response) -> None:
             if response.status_code in (401, 403):
                 self._refused_status = response.status_code
+            if response.status_code >= 400 and response.request.method == "POST":
+                self._error_status = response.status_code  # the cause when the start fails (#32)
 
         self._auth_needed = False
 
@@ -449,6 +454,10 @@ class UpstreamSession:
 
     def _describe(self, exc: BaseException | None) -> str:
         detail = self._last_stderr_line()
+        if self.spec.transport == "http":  # the cause, not the libraries' words (#32)
+            cause = http_cause(exc, self._error_status)
+            if cause is not None:
+                return self.spec.redact(cause)[:500]
         if isinstance(exc, OSError):
             return self.spec.redact(f"cannot start {self.spec.command[0]!r}: {exc.strerror or exc}")
         if exc is None or isinstance(exc, BaseExceptionGroup):

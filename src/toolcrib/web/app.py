@@ -48,7 +48,7 @@ from toolcrib.web.origins import OriginPolicy
 from toolcrib.web.proxies import ForwardedHeaders, TrustedProxies
 from toolcrib.web.rest import METADATA_PATH, openapi_document, rest_routes
 from toolcrib.web.telemetry import Telemetry
-from toolcrib.web.tracing import TraceRequests
+from toolcrib.web.tracing import SECRET_PATHS, TraceRequests
 
 __all__ = ["create_app"]
 
@@ -192,7 +192,7 @@ def create_app(settings: Settings, *, gateway: Gateway | None = None) -> Starlet
         middleware=[
             *([Middleware(TraceRequests, principal_key=PRINCIPAL_KEY)] if traced else []),
             Middleware(ForwardedHeaders, proxies=TrustedProxies(settings.trusted_proxies)),
-            Middleware(RequestLog, principal_key=PRINCIPAL_KEY),
+            Middleware(RequestLog, principal_key=PRINCIPAL_KEY, secret_paths=SECRET_PATHS),
             Middleware(BodyLimit, limit=settings.max_body_bytes),
         ],
         lifespan=lifespan,

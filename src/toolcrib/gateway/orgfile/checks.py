@@ -194,6 +194,7 @@ def _resolved(
         update: dict[str, Any] = {
             "env": {k: value(("connections", i, "env", k), v) for k, v in c.env.items()},
             "headers": {k: value(("connections", i, "headers", k), v) for k, v in c.headers.items()},
+            "url": None if c.url is None else value(("connections", i, "url"), c.url),
         }
         if not isinstance(c.oauth, bool | None) and c.oauth.client_secret is not None:
             secret = value(("connections", i, "oauth", "client_secret"), c.oauth.client_secret)

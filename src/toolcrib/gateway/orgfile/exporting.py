@@ -2,7 +2,8 @@
 
 Secrets are never written: each one becomes an ``${env:NAME}`` reference with a stable name
 derived from where it sits (a connection ``crm``'s header ``Authorization`` is
-``CRM_AUTHORIZATION``; its env ``API_KEY`` is ``CRM_API_KEY``; a secret frozen value of
+``CRM_AUTHORIZATION``; its env ``API_KEY`` is ``CRM_API_KEY``; the ``user:password`` of its URL is
+``CRM_URL_USERINFO`` and its query's ``api_key`` ``CRM_URL_API_KEY`` (R-13.7); a secret frozen value of
 ``crm``'s ``create_contact`` ``api_key`` is ``CRM_CREATE_CONTACT_API_KEY``), and the header comment
 lists every name the file needs, so the same names can be set where the file is applied.
 Applying the export to an empty database, with those variables set, reproduces the organization.
@@ -16,6 +17,7 @@ from typing import Any
 import yaml
 
 from toolcrib.gateway.orgfile.state import Current, LiveConnection
+from toolcrib.gateway.url_secrets import placeholder_url
 
 __all__ = ["export_text", "secret_name"]
 
@@ -100,7 +102,7 @@ def _connection(name: str, live: LiveConnection, refs: _Names) -> dict[str, Any]
     if row.transport == "stdio":
         item["command"] = list(row.command or [])
     else:
-        item["url"] = row.url
+        item["url"] = placeholder_url(live.url or row.url or "", lambda part: refs.ref(name, part))
     if live.env:
         item["env"] = {k: refs.ref(name, k) for k in live.env}
     if live.headers:

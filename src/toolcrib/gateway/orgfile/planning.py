@@ -21,6 +21,7 @@ from toolcrib.gateway.orgfile.checks import Desired
 from toolcrib.gateway.orgfile.loading import Path
 from toolcrib.gateway.orgfile.models import ConnectionSpec
 from toolcrib.gateway.orgfile.state import Current, LiveConnection, approval_key, limit_key, rule_key
+from toolcrib.gateway.url_secrets import public_url
 
 __all__ = ["Change", "plan"]
 
@@ -238,7 +239,7 @@ def oauth_of(spec: ConnectionSpec) -> dict[str, Any] | None:
 def _connection(spec: ConnectionSpec, live: LiveConnection | None, path: Path) -> list[Change]:
     argv = argv_of(spec)
     if live is None:
-        target = f"command: {shlex.join(argv)}" if argv is not None else f"url: {spec.url}"
+        target = f"command: {shlex.join(argv)}" if argv is not None else f"url: {public_url(spec.url or '')}"
         details = [f"connector: {spec.connector}", target]
         details += [f"env.{k}: {CHANGED}" for k in spec.env] + [
             f"headers.{k}: {CHANGED}" for k in spec.headers
@@ -254,8 +255,8 @@ def _connection(spec: ConnectionSpec, live: LiveConnection | None, path: Path) -
         details.append(f"connector: {row.connector} -> {spec.connector}")
     if argv is not None and row.command != argv:
         details.append(f"command: {shlex.join(row.command or [])} -> {shlex.join(argv)}")
-    if spec.url is not None and row.url != spec.url:
-        details.append(f"url: {row.url or '(none)'} -> {spec.url}")
+    if spec.url is not None and live.url != spec.url:  # its secrets shown as *** (R-13.7)
+        details.append(f"url: {public_url(row.url or '(none)')} -> {public_url(spec.url)}")
     details += _secret_pairs("env", live.env, spec.env) + _secret_pairs("headers", live.headers, spec.headers)
     if row.pinning != spec.pinning:
         details.append(f"pinning: {row.pinning} -> {spec.pinning}")

@@ -13,6 +13,7 @@ from typing import Any
 
 from toolcrib.gateway import approvals, connections, limits, members, restrictions
 from toolcrib.gateway.core import Gateway
+from toolcrib.gateway.url_secrets import connect_url
 from toolcrib.policy.approvals import ApprovalRule
 from toolcrib.policy.gates import Principal
 from toolcrib.policy.limits import LimitRule
@@ -31,6 +32,8 @@ class LiveConnection:
     headers: dict[str, str]
     oauth: dict[str, Any] | None
     """The sealed OAuth client settings (``client_id``, ``client_secret``, ``scope``), when OAuth."""
+    url: str | None = None
+    """The whole URL, its secrets opened (R-13.7; ``row.url`` shows them as ``***``)."""
 
 
 @dataclass(slots=True)
@@ -69,7 +72,11 @@ async def read_current(gw: Gateway, actor: Principal) -> Current:
     for row in await connections.list_connections(gw, actor):
         secrets: dict[str, Any] = gw.box.open(row.secrets) or {}
         now.connections[row.name] = LiveConnection(
-            row, dict(secrets.get("env") or {}), dict(secrets.get("headers") or {}), secrets.get("oauth")
+            row,
+            dict(secrets.get("env") or {}),
+            dict(secrets.get("headers") or {}),
+            secrets.get("oauth"),
+            connect_url(row.url, secrets),
         )
     now.members = {m.name: m for m in await members.list_members(gw, actor)}
     now.removed_members = frozenset(
