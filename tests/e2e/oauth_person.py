@@ -64,6 +64,7 @@ class Person:
     token: str
     scopes: list[str] | None = None  # what to leave ticked on the consent page (None: as asked)
     remember: bool = False
+    admin_api: bool = False  # tick the admin API line of the consent page, when it shows one
     decision: str = "allow"
     http: httpx2.AsyncClient = field(default_factory=lambda: httpx2.AsyncClient(timeout=30))
     last_page: str = ""
@@ -109,6 +110,8 @@ class Person:
         }
         if self.remember:
             data["remember"] = "yes"
+        if self.admin_api:
+            data["admin_api"] = "yes"
         return await self.http.post(self.base + "/auth/consent", data=data)
 
     async def authorize(self, url: str) -> httpx2.Response:

@@ -10,9 +10,13 @@ the request sealed, and :meth:`complete` turns the person's answer into a code.
 
 - codes: 256 random bits, stored hashed, five minutes, single use; a second use revokes the grant
   the first issued (RFC 6749 §10.5);
-- access tokens ``tca_…``: opaque, hashed, short-lived, bound to this gateway's ``/mcp`` (RFC 8707);
+- access tokens ``tca_…``: opaque, hashed, short-lived, bound to one resource (RFC 8707): this
+  gateway's ``/mcp``, or its admin API ``/api`` when the client asked for it (``resource``) and the
+  person ticked it on the consent page; every other face refuses them (``identity.authenticate``);
 - refresh tokens ``tcr_…``: rotated on every use; a spent one presented again revokes its grant;
-- revocation (RFC 7009) revokes the whole grant.
+- revocation (RFC 7009) revokes the whole grant;
+- a grant is made from the sign-in session that consented (R-7.11): within its scopes, ending with
+  it, revoked with it; a refresh is refused once anything up that chain ended.
 """
 
 from __future__ import annotations
@@ -53,7 +57,17 @@ from toolcrib.store import oauth_server as store
 from toolcrib.store.crypto import SecretBox
 from toolcrib.store.database import Database
 
-__all__ = ["CODE_SECONDS", "CONSENT_SECONDS", "ConsentRequest", "GrantToken", "Provider", "resource_ok"]
+__all__ = [
+    "API",
+    "CODE_SECONDS",
+    "CONSENT_SECONDS",
+    "MCP",
+    "ConsentRequest",
+    "GrantToken",
+    "Provider",
+    "resource_ok",
+    "resource_path",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -61,6 +75,8 @@ CODE_SECONDS = 300.0
 CONSENT_SECONDS = 600.0
 DOCUMENT_FRESH_SECONDS = 3600.0
 ALL_SCOPES = " ".join(sorted(SCOPES))
+MCP = "/mcp"
+API = "/api"
 
 
 class GrantAccessToken(AccessToken):
@@ -69,6 +85,7 @@ class GrantAccessToken(AccessToken):
 
 class GrantRefreshToken(RefreshToken):
     grant_id: str
+    grant_ends: float | None = None
 
 
 GrantToken = GrantAccessToken | GrantRefreshToken
@@ -80,11 +97,19 @@ def _stored(row: store.ClientRow, client_id: str) -> StoredClient:
     return client
 
 
-def resource_ok(resource: str | None, base: str) -> bool:
-    """RFC 8707: a token may be asked for this gateway's ``/mcp`` or its base URL, nothing else."""
+def resource_path(resource: str | None, base: str) -> str | None:
+    """RFC 8707: the resource of this gateway a token is asked for: ``/mcp`` (its URL, the base URL,
+    or none named), ``/api`` (the admin API's URL, named explicitly), else None (not ours)."""
     if resource is None:
-        return True
-    return resource.rstrip("/") in (base, base + "/mcp")
+        return MCP
+    named = resource.rstrip("/")
+    if named in (base, base + MCP):
+        return MCP
+    return API if named == base + API else None
+
+
+def resource_ok(resource: str | None, base: str) -> bool:
+    return resource_path(resource, base) is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +125,10 @@ class ConsentRequest:
     resource: str | None
     nonce: str
     expires_at: float
+
+    def wants_api(self, base: str) -> bool:
+        """The client named the admin API as its resource: the person must tick it explicitly."""
+        return resource_path(self.resource, base) == API
 
     def seal(self, box: SecretBox) -> str:
         return box.seal({f: getattr(self, f) for f in self.__dataclass_fields__})
@@ -229,7 +258,7 @@ class Provider:
 
     async def authorize(self, client: OAuthClientInformationFull, params: AuthorizationParams) -> str:
         if not resource_ok(params.resource, self.base_url):
-            raise AuthorizeError("invalid_target", "tokens here are only for this gateway's /mcp")
+            raise AuthorizeError("invalid_target", "tokens here are only for this gateway's /mcp or /api")
         assert client.client_id is not None
         request = ConsentRequest(
             client_id=client.client_id,
@@ -251,8 +280,20 @@ class Provider:
         """True once per consent request: a link answered twice is a replay."""
         return await store.claim_once(self.db, "consent:" + request.nonce, request.expires_at)
 
-    async def complete(self, request: ConsentRequest, member: str, scopes: frozenset[str]) -> str:
-        """The person agreed: a code for ``scopes``, and where the browser goes with it (RFC 9207 ``iss``)."""
+    async def complete(
+        self,
+        request: ConsentRequest,
+        member: str,
+        scopes: frozenset[str],
+        *,
+        parent: str | None,
+        api: bool = False,
+    ) -> str:
+        """The person agreed: a code for ``scopes``, and where the browser goes with it (RFC 9207 ``iss``).
+
+        ``parent`` is the sign-in session's grant that consented (R-7.11); ``api`` that the person
+        ticked the admin API the client asked for (the tokens are then for ``/api``, else ``/mcp``).
+        """
         code = secrets.token_urlsafe(32)
         row = store.CodeRow(
             client_id=request.client_id,
@@ -261,9 +302,10 @@ class Provider:
             code_challenge=request.code_challenge,
             redirect_uri=request.redirect_uri,
             redirect_explicit=request.redirect_explicit,
-            resource=request.resource,
+            resource=API if api and request.wants_api(self.base_url) else MCP,
             expires_at=self.clock() + CODE_SECONDS,
             grant_id=None,
+            parent=parent,
         )
         await store.insert_code(self.db, code, row)
         return construct_redirect_uri(request.redirect_uri, code=code, state=request.state, iss=self.base_url)
@@ -308,7 +350,7 @@ class Provider:
         return OAuthToken(
             access_token=tokens.access,
             token_type="Bearer",
-            expires_in=self._access_seconds,
+            expires_in=max(0, int(tokens.access_expires_at - self.clock())),
             refresh_token=tokens.refresh,
             scope=" ".join(sorted(scopes)),
         )
@@ -322,27 +364,29 @@ class Provider:
         if row is None:
             raise TokenError("invalid_grant", "authorization code does not exist")
         tokens, grant_id = self._new_tokens(), new_grant_id()
-        replayed = await store.exchange_code(
+        done = await store.exchange_code(
             self.db, authorization_code.code, row, grant_id, tokens, self.clock()
         )
-        if replayed is not None:
-            await self._abuse(row.member, replayed or "-", "oauth.code_replayed")
+        if done.replayed is not None:
+            await self._abuse(row.member, done.replayed or "-", "oauth.code_replayed")
             raise TokenError("invalid_grant", "authorization code was already used; its grant is revoked")
-        return self._answer(tokens, row.scopes)
+        if done.tokens is None:  # R-7.11: the session that consented ended (revoked, expired)
+            raise TokenError("invalid_grant", "the sign-in that consented has ended")
+        return self._answer(done.tokens, done.scopes)
 
     async def load_refresh_token(
         self, client: OAuthClientInformationFull, refresh_token: str
     ) -> GrantRefreshToken | None:
         if not refresh_token.startswith("tcr_") or len(refresh_token) > 200:
             return None
-        row = await store.load_refresh(self.db, refresh_token)
+        row = await store.load_refresh(self.db, refresh_token, self.clock())
         if row is None or row.client_id != client.client_id:
             return None
         if row.used_at is not None and row.revoked_at is None:
             await store.revoke_grant(self.db, row.grant_id, self.clock())
             await self._abuse(row.member, row.grant_id, "oauth.refresh_reused")
             return None
-        if row.revoked_at is not None or row.status != "active":
+        if row.revoked_at is not None or row.status != "active" or not row.chain_live:
             return None
         return GrantRefreshToken(
             token=refresh_token,
@@ -351,6 +395,7 @@ class Provider:
             expires_at=int(row.expires_at) if row.expires_at else None,
             subject=row.member,
             grant_id=row.grant_id,
+            grant_ends=row.grant_expires_at,
         )
 
     async def exchange_refresh_token(
@@ -362,10 +407,15 @@ class Provider:
             except SignInRefused as exc:  # suspended, removed, unmapped, or not vouched for (R-7.11)
                 await store.revoke_grant(self.db, refresh_token.grant_id, self.clock())
                 raise TokenError("invalid_grant", exc.message) from exc
-        tokens = self._new_tokens()
-        if not await store.rotate_refresh(
-            self.db, refresh_token.token, refresh_token.grant_id, tokens, self.clock()
-        ):
+        tokens = await store.rotate_refresh(
+            self.db,
+            refresh_token.token,
+            refresh_token.grant_id,
+            self._new_tokens(),
+            self.clock(),
+            refresh_token.grant_ends,  # R-7.11: no token outlives its grant, nor the grant its chain
+        )
+        if tokens is None:
             await self._abuse(refresh_token.subject or "-", refresh_token.grant_id, "oauth.refresh_reused")
             raise TokenError("invalid_grant", "refresh token was already used; its grant is revoked")
         return self._answer(tokens, frozenset(refresh_token.scopes))
@@ -383,10 +433,23 @@ class Provider:
             client_id=row.client_id or "",
             scopes=sorted(row.scopes),
             expires_at=int(row.expires_at) if row.expires_at else None,
-            resource=self.base_url + "/mcp",
+            resource=self.base_url + (row.resource or MCP),
             subject=row.member,
             grant_id=row.grant_id,
         )
+
+    async def bound_resource(self, grant_type: object, credential: object) -> str | None:
+        """The resource (``/mcp`` or ``/api``) the code or refresh token presented at ``/token``
+        was consented for; None when it is unknown (the token endpoint then says so itself)."""
+        if not isinstance(credential, str) or len(credential) > 200:
+            return None
+        if grant_type == "authorization_code":
+            code = await store.load_code(self.db, credential)
+            return None if code is None else code.resource or MCP
+        if grant_type == "refresh_token" and credential.startswith("tcr_"):
+            row = await store.load_refresh(self.db, credential, self.clock())
+            return None if row is None else row.resource or MCP
+        return None
 
     async def revoke_token(self, token: GrantAccessToken | GrantRefreshToken) -> None:
         """RFC 7009: either token revokes the grant, so its other token stops too."""

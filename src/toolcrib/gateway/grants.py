@@ -5,6 +5,12 @@ consent to one client, its access and refresh tokens in ``oauth_tokens``), or a 
 the ``/auth`` pages (``session``). Anyone may list and revoke their own; ``members:read`` lists
 anyone's, ``members:write`` revokes anyone's (``owners:write`` for an owner's). Suspending or
 removing a member revokes all of theirs at once (:func:`revoke_all`).
+
+A grant made from another records it as its ``parent`` (R-7.11): a sign-in session made with a
+personal token, an OAuth grant made at the consent of a session, a personal token created through
+someone's grant. The child holds the parent's scopes or fewer and ends no later than it (capped
+when it is made); revoking a grant revokes everything made from it in the same transaction. An
+identity provider's sign-in session is a root: nothing of the gateway's made it.
 """
 
 from __future__ import annotations
@@ -12,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from toolcrib.auth.tokens import new_grant_id
-from toolcrib.errors import NotFound, PermissionRequired
+from toolcrib.errors import NotFound, PermissionRequired, Unauthenticated
 from toolcrib.gateway.core import Gateway
 from toolcrib.policy.classify import classify_operation
 from toolcrib.policy.gates import Principal, require_operation, require_scope_for
@@ -22,7 +28,15 @@ from toolcrib.store import members as store
 from toolcrib.store import oauth_server as oauth_store
 from toolcrib.store.members import GrantRow
 
-__all__ = ["SESSION_SECONDS", "grant_view", "list_grants", "new_session_grant", "revoke_all", "revoke_grant"]
+__all__ = [
+    "SESSION_SECONDS",
+    "grant_view",
+    "list_grants",
+    "new_session_grant",
+    "parent_of",
+    "revoke_all",
+    "revoke_grant",
+]
 
 SESSION_SECONDS = 8 * 3600
 """A sign-in session lasts a working day at most, like the console's."""
@@ -38,6 +52,7 @@ def grant_view(g: GrantRow, extra: dict[str, Any] | None = None) -> dict[str, An
         "created_at": g.created_at,
         "expires_at": g.expires_at,
         "revoked": g.revoked_at is not None,
+        "parent": g.parent,
     }
     view.update(extra or {})
     return view
@@ -58,7 +73,8 @@ async def list_grants(gw: Gateway, principal: Principal, member: str | None = No
 
 
 async def revoke_grant(gw: Gateway, principal: Principal, grant_id: str) -> None:
-    """Revoke one grant, its tokens included; takes effect on its very next call (R-7.6)."""
+    """Revoke one grant, its tokens and every grant made from it included; takes effect on their
+    very next call (R-7.6, R-7.11)."""
     grant = await store.get_grant(gw.db, grant_id)
     if grant is None or grant.member != principal.member:
         require_operation(principal, "members:write", "revoke")
@@ -80,13 +96,32 @@ async def revoke_all(gw: Gateway, member: str) -> int:
     return await oauth_store.revoke_member_grants(gw.db, member, gw.clock())
 
 
-async def new_session_grant(gw: Gateway, member: str, scopes: frozenset[str] = SCOPES) -> str:
+def parent_of(principal: Principal) -> str | None:
+    """The grant row ``principal`` presented, when it is one (not the command line's ``cli``, an
+    external issuer's ``jwt:…`` or the playground's): what a grant it makes is made from."""
+    if not principal.grant_id.startswith("grt_"):
+        return None
+    return principal.grant_id
+
+
+async def new_session_grant(
+    gw: Gateway,
+    member: str,
+    scopes: frozenset[str] = SCOPES,
+    *,
+    parent: str | None = None,
+    ends: float | None = None,
+) -> str:
     """A sign-in session's token for ``member`` (8 h), for the ``/auth`` pages' cookie.
 
     The personal-token sign-in and the identity provider's callback both end here: the cookie
     then holds this token, never the personal token or an ID token. ``scopes`` bound what the
     person may consent to in this session: a sign-in with a narrow personal token cannot hand a
     client more than that token holds (the identity provider's sign-in: every scope).
+
+    ``parent`` is the grant that signed in (a personal token, :func:`parent_of`): the session is
+    its child (R-7.11), within its scopes, ending no later, and revoked with it; Unauthenticated
+    when that grant ended meanwhile. ``ends``: when what signed in ends (an external issuer's JWT).
     """
     from toolcrib.auth.tokens import new_token
 
@@ -94,13 +129,18 @@ async def new_session_grant(gw: Gateway, member: str, scopes: frozenset[str] = S
     if found is None or found.status != "active":
         raise NotFound(f"no active member named {member!r}")
     token = "tcs_" + new_token().removeprefix("tcp_")
-    await store.insert_grant(
+    now = gw.clock()
+    grant = await store.insert_grant(
         gw.db,
         grant_id=new_grant_id(),
         member=member,
         kind="session",
         token=token,
         scopes=scopes,  # the pages act for the person; the grant is no bearer token (identity.py)
-        expires_at=gw.clock() + SESSION_SECONDS,
+        expires_at=store.earlier(now + SESSION_SECONDS, ends),
+        parent=parent,
+        now=now,
     )
+    if grant is None:
+        raise Unauthenticated("the grant that signed in has ended")
     return token

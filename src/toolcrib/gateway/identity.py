@@ -16,17 +16,22 @@ TOUCH_EVERY_SECONDS = 60.0
 _touched: dict[str, float] = {}
 
 
-async def authenticate(gw: Gateway, token: str | None, *, session: bool = False) -> Principal:
+async def authenticate(
+    gw: Gateway, token: str | None, *, session: bool = False, resource: str | None = None
+) -> Principal:
     """The principal behind ``token``: a personal access token, an access token of toolcrib's own
     authorization server (``tca_``), or an OAuth JWT when an issuer is configured.
 
     ``session`` asks for a sign-in session's grant instead (the ``/auth`` pages' cookie); a
     session grant is refused everywhere else, and any other grant where a session is asked for.
+    ``resource`` is the face asking (``/mcp`` or ``/api``): an access token of toolcrib's own is
+    accepted only by the resource it was issued for (RFC 8707, R-7.11), so by no face that names
+    none (the console's sign-in, ``/metrics``, the ``/auth`` pages).
     """
     if not token:
         raise Unauthenticated("a bearer token is required")
     if token.startswith("tca_") and not session:
-        return await _from_access_token(gw, token)
+        return await _from_access_token(gw, token, resource)
     if gw.jwt_verifier is not None:
         from toolcrib.auth.jwt import looks_like_jwt  # PyJWT is loaded only where an issuer is set
 
@@ -53,13 +58,16 @@ async def authenticate(gw: Gateway, token: str | None, *, session: bool = False)
     )
 
 
-async def _from_access_token(gw: Gateway, token: str) -> Principal:
+async def _from_access_token(gw: Gateway, token: str, resource: str | None) -> Principal:
     """An access token toolcrib issued: one indexed read (token, grant, member), as a personal
-    token costs; the member active, the grant live, the token unexpired, on every call (R-7.6)."""
+    token costs; the member active, the grant live, the token (and its grant) unexpired, on every
+    call (R-7.6); and this face the resource it was issued for (RFC 8707)."""
     row = await oauth_store.find_access(gw.db, token)
     now = gw.clock()
     if row is None:
         raise Unauthenticated("unknown token")
+    if resource is None or (row.resource or "/mcp") != resource:
+        raise Unauthenticated(f"this token was issued for {row.resource or '/mcp'} only")
     if row.revoked_at is not None:
         raise Unauthenticated("this grant was revoked")
     if row.expires_at is not None and row.expires_at <= now:

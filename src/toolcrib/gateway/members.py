@@ -12,7 +12,14 @@ import re
 from typing import Any
 
 from toolcrib.auth.tokens import new_grant_id, new_token
-from toolcrib.errors import ConfigError, InvalidArguments, NotFound, PermissionRequired, ScopeRequired
+from toolcrib.errors import (
+    ConfigError,
+    InvalidArguments,
+    NotFound,
+    PermissionRequired,
+    ScopeRequired,
+    Unauthenticated,
+)
 from toolcrib.gateway import grants
 from toolcrib.gateway.core import Gateway
 from toolcrib.policy.gates import Operator, Principal, require_operation
@@ -144,7 +151,11 @@ async def _new_token(
         token=token,
         scopes=parsed,
         expires_at=expires_at,
+        parent=grants.parent_of(actor) if actor else None,  # revoked with the actor's grant
+        now=gw.clock(),
     )
+    if grant is None:
+        raise Unauthenticated("the grant creating this token has ended")
     return grant, token
 
 

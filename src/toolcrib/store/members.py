@@ -1,4 +1,11 @@
-"""Queries on members and their grants (personal access tokens stored hashed, R-7.5)."""
+"""Queries on members and their grants (personal access tokens stored hashed, R-7.5).
+
+A grant made from another records it (``parent``, R-7.11): :func:`insert_grant` with a ``parent`` makes one
+only while its parent is live, within its scopes and ending no later, with the parent's row locked
+so that a revocation racing it on another replica waits for it and then sees (and revokes) the
+child; :func:`revoke_lineage` revokes a grant and everything made from it in one transaction.
+So the per-call read of the grant's own row answers for its whole chain.
+"""
 
 from __future__ import annotations
 
@@ -8,11 +15,25 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import delete, insert, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from toolcrib.store.database import Database
 from toolcrib.store.tables import grants, members
 
-__all__ = ["GrantRow", "MemberRow", "hash_token"]
+__all__ = [
+    "Bound",
+    "GrantRow",
+    "MemberRow",
+    "ancestors_live",
+    "earlier",
+    "hash_token",
+    "live_parent",
+    "revoke_lineage",
+]
+
+LINEAGE_DEPTH = 16
+"""Deeper than any chain the gateway makes (token → token → session → OAuth grant); a bound on
+the walk, never reached."""
 
 
 def hash_token(token: str) -> str:
@@ -37,6 +58,22 @@ class GrantRow:
     created_at: float
     expires_at: float | None
     revoked_at: float | None
+    parent: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Bound:
+    """What a live parent lets a child have: its scopes or fewer, ending no later than it does."""
+
+    scopes: frozenset[str]
+    expires_at: float | None
+
+
+def earlier(a: float | None, b: float | None) -> float | None:
+    """The earlier of two ends, None meaning "never"."""
+    if a is None:
+        return b
+    return a if b is None else min(a, b)
 
 
 def _member(r: Any) -> MemberRow:
@@ -52,6 +89,7 @@ def _grant(r: Any) -> GrantRow:
         created_at=r.created_at,
         expires_at=r.expires_at,
         revoked_at=r.revoked_at,
+        parent=r.parent,
     )
 
 
@@ -100,9 +138,17 @@ async def insert_grant(
     token: str | None,
     scopes: frozenset[str],
     expires_at: float | None,
-) -> GrantRow:
-    now = time.time()
+    parent: str | None = None,
+    now: float | None = None,
+) -> GrantRow | None:
+    """A new grant; with ``parent``, a child of it (R-7.11): None when the parent is not live."""
+    now = time.time() if now is None else now
     async with db.begin() as conn:
+        if parent is not None:
+            bound = await live_parent(conn, parent, now)
+            if bound is None or not scopes & bound.scopes:
+                return None
+            scopes, expires_at = scopes & bound.scopes, earlier(expires_at, bound.expires_at)
         await conn.execute(
             insert(grants).values(
                 id=grant_id,
@@ -113,9 +159,65 @@ async def insert_grant(
                 created_at=now,
                 expires_at=expires_at,
                 revoked_at=None,
+                parent=parent,
             )
         )
-    return GrantRow(grant_id, member, kind, scopes, now, expires_at, None)
+    return GrantRow(grant_id, member, kind, scopes, now, expires_at, None, parent)
+
+
+async def live_parent(conn: AsyncConnection, parent: str, now: float) -> Bound | None:
+    """``parent``'s scopes and end when it is live (unrevoked, unexpired, its member active),
+    its row locked until the transaction ends (``FOR UPDATE``; SQLite's writer already holds
+    the database): a revocation on another replica waits, then sees the child this makes."""
+    r = (
+        await conn.execute(
+            select(grants.c.scopes, grants.c.expires_at, grants.c.revoked_at, members.c.status)
+            .join(members, members.c.name == grants.c.member)
+            .where(grants.c.id == parent)
+            .with_for_update(of=grants)
+        )
+    ).first()
+    if r is None or r.revoked_at is not None or r.status != "active":
+        return None
+    if r.expires_at is not None and r.expires_at <= now:
+        return None
+    return Bound(frozenset(r.scopes.split()), r.expires_at)
+
+
+async def ancestors_live(conn: AsyncConnection, parent: str | None, now: float) -> bool:
+    """Every grant up the chain from ``parent`` unrevoked and unexpired (a refresh's check: the
+    revocation cascade and the capped ends make it redundant, so a refresh is refused even if
+    either ever failed)."""
+    for _ in range(LINEAGE_DEPTH):
+        if parent is None:
+            return True
+        r = (
+            await conn.execute(
+                select(grants.c.parent, grants.c.expires_at, grants.c.revoked_at).where(grants.c.id == parent)
+            )
+        ).first()
+        if r is None or r.revoked_at is not None or (r.expires_at is not None and r.expires_at <= now):
+            return False
+        parent = r.parent
+    return False
+
+
+async def revoke_lineage(conn: AsyncConnection, grant_id: str, now: float) -> bool:
+    """Revoke ``grant_id`` and every grant made from it, at any depth, in this transaction
+    (R-7.11); True when ``grant_id`` itself was live."""
+    result = await conn.execute(
+        update(grants).where(grants.c.id == grant_id, grants.c.revoked_at.is_(None)).values(revoked_at=now)
+    )
+    level = [grant_id]
+    for _ in range(LINEAGE_DEPTH):
+        found = await conn.execute(select(grants.c.id).where(grants.c.parent.in_(level)))
+        level = [str(i) for i in found.scalars().all()]
+        if not level:
+            break
+        await conn.execute(
+            update(grants).where(grants.c.id.in_(level), grants.c.revoked_at.is_(None)).values(revoked_at=now)
+        )
+    return bool(result.rowcount)
 
 
 async def find_grant_by_token(db: Database, token: str) -> tuple[GrantRow, MemberRow] | None:
@@ -166,10 +268,6 @@ async def list_grants(db: Database, member: str | None = None) -> list[GrantRow]
 
 
 async def revoke_grant(db: Database, grant_id: str) -> bool:
+    """Revoke a grant and everything made from it (R-7.11); False when it was not live."""
     async with db.begin() as conn:
-        result = await conn.execute(
-            update(grants)
-            .where(grants.c.id == grant_id, grants.c.revoked_at.is_(None))
-            .values(revoked_at=time.time())
-        )
-    return bool(result.rowcount)
+        return await revoke_lineage(conn, grant_id, time.time())

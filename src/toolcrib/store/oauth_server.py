@@ -5,11 +5,17 @@ is a row of ``grants`` (kind ``oauth``); its tokens live in ``oauth_tokens`` and
 steps that must not half-happen (a code exchanged into a grant and its tokens, a refresh token
 rotated) are one transaction each, and their "only once" is a conditional UPDATE, so two
 replicas racing on the same code or refresh token cannot both win (R-15.2).
+
+An OAuth grant is made from the sign-in session that consented (``parent``, R-7.11): at the
+exchange it is made only while that session is live, within its scopes and ending with it; every
+token it issues ends no later than the grant; revoking anything revokes what was made from it
+(:func:`toolcrib.store.members.revoke_lineage`). ``resource`` is where its access tokens are
+accepted (RFC 8707): ``/mcp``, or ``/api`` when the person consented to the admin API.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlalchemy import and_, delete, exists, func, insert, select, update
@@ -19,7 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from toolcrib.store import outbox
 from toolcrib.store.database import Database
-from toolcrib.store.members import hash_token
+from toolcrib.store.members import ancestors_live, earlier, hash_token, live_parent, revoke_lineage
 from toolcrib.store.tables import (
     audit,
     grants,
@@ -35,6 +41,7 @@ __all__ = [
     "AccessRow",
     "ClientRow",
     "CodeRow",
+    "Exchanged",
     "IssuedTokens",
     "RefreshRow",
     "audit_admin",
@@ -71,6 +78,8 @@ class AccessRow:
     role: str
     status: str
     client_id: str | None
+    resource: str | None = None
+    """Where the token is accepted (RFC 8707): ``/mcp`` (None: made before #32, so ``/mcp``) or ``/api``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +102,7 @@ class CodeRow:
     resource: str | None
     expires_at: float
     grant_id: str | None
+    parent: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +115,10 @@ class RefreshRow:
     used_at: float | None
     revoked_at: float | None
     status: str
+    chain_live: bool = True
+    """The grant unexpired and every grant it was made from unrevoked and unexpired (R-7.11)."""
+    grant_expires_at: float | None = None
+    resource: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,19 +130,40 @@ class IssuedTokens:
     access_expires_at: float
     refresh_expires_at: float
 
+    def within(self, ends: float | None) -> IssuedTokens:
+        """The same tokens, neither outliving ``ends`` (their grant's end, R-7.11)."""
+        if ends is None:
+            return self
+        return replace(
+            self,
+            access_expires_at=min(self.access_expires_at, ends),
+            refresh_expires_at=min(self.refresh_expires_at, ends),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Exchanged:
+    """A code's exchange: the tokens issued (None: nothing was), the scopes they hold, and for a
+    replayed code the grant its first exchange made ("" when unknown)."""
+
+    tokens: IssuedTokens | None
+    scopes: frozenset[str]
+    replayed: str | None = None
+
 
 # --- the hot path: one indexed read per call ---------------------------------------------------
 
 _ACCESS_SQL = (
     "SELECT g.id, g.member, g.scopes, t.expires_at, g.revoked_at, g.last_used_at, m.role, m.status,"
-    " g.client_id"
+    " g.client_id, g.resource, g.expires_at"
     f" FROM {oauth_tokens.name} t JOIN {grants.name} g ON g.id = t.grant_id"
     f" JOIN {members.name} m ON m.name = g.member WHERE t.token_sha256 = ? AND t.kind = 'access'"
 )
 
 
 async def find_access(db: Database, token: str) -> AccessRow | None:
-    """The access token's grant and member: one indexed read, as a personal token's (#12)."""
+    """The access token's grant and member: one indexed read, as a personal token's (#12). Its
+    ``expires_at`` is the token's or its grant's, whichever is earlier."""
     digest = hash_token(token)
     if db.is_sqlite:
         r: Any = await db.run_read(lambda conn: conn.execute(_ACCESS_SQL, (digest,)).fetchone())
@@ -144,6 +179,8 @@ async def find_access(db: Database, token: str) -> AccessRow | None:
                 members.c.role,
                 members.c.status,
                 grants.c.client_id,
+                grants.c.resource,
+                grants.c.expires_at,
             )
             .select_from(oauth_tokens.join(grants, grants.c.id == oauth_tokens.c.grant_id))
             .join(members, members.c.name == grants.c.member)
@@ -153,7 +190,8 @@ async def find_access(db: Database, token: str) -> AccessRow | None:
             r = (await conn.execute(query)).first()
     if r is None:
         return None
-    return AccessRow(r[0], r[1], frozenset(r[2].split()), r[3], r[4], r[5], r[6], r[7], r[8])
+    ends = earlier(r[3], r[10])
+    return AccessRow(r[0], r[1], frozenset(r[2].split()), ends, r[4], r[5], r[6], r[7], r[8], r[9])
 
 
 async def touch_grant(db: Database, grant_id: str, now: float, every: float = 60.0) -> None:
@@ -237,6 +275,7 @@ async def insert_code(db: Database, code: str, row: CodeRow) -> None:
                 resource=row.resource,
                 expires_at=row.expires_at,
                 grant_id=None,
+                parent=row.parent,
             )
         )
 
@@ -258,6 +297,7 @@ async def load_code(db: Database, code: str) -> CodeRow | None:
         r.resource,
         r.expires_at,
         r.grant_id,
+        r.parent,
     )
 
 
@@ -287,9 +327,11 @@ async def _insert_tokens(conn: AsyncConnection, grant_id: str, tokens: IssuedTok
 
 async def exchange_code(
     db: Database, code: str, row: CodeRow, grant_id: str, tokens: IssuedTokens, now: float
-) -> str | None:
+) -> Exchanged:
     """Turn a code into a grant and its first tokens, once. A code already exchanged is a replay:
-    the grant it produced is revoked (RFC 6749 §10.5) and its id returned; None when issued."""
+    the grant it produced is revoked (RFC 6749 §10.5) and named. A code whose session (``parent``)
+    ended since makes nothing (R-7.11); otherwise the grant holds the session's scopes or fewer and
+    ends with it, and so do its tokens."""
     digest = hash_token(code)
     async with db.begin() as conn:
         claimed = await conn.execute(
@@ -297,40 +339,54 @@ async def exchange_code(
             .where(oauth_codes.c.code_sha256 == digest, oauth_codes.c.grant_id.is_(None))
             .values(grant_id=grant_id)
         )
-        if claimed.rowcount == 1:
-            await conn.execute(
-                insert(grants).values(
-                    id=grant_id,
-                    member=row.member,
-                    kind="oauth",
-                    token_hash=None,
-                    scopes=" ".join(sorted(row.scopes)),
-                    created_at=now,
-                    expires_at=None,
-                    revoked_at=None,
-                    client_id=row.client_id,
-                    last_used_at=None,
-                )
-            )
-            await _insert_tokens(conn, grant_id, tokens, now)
-            await conn.execute(
-                update(oauth_clients)
-                .where(oauth_clients.c.client_id == row.client_id)
-                .values(last_used_at=now)
-            )
-            return None
-        earlier = (
-            await conn.execute(select(oauth_codes.c.grant_id).where(oauth_codes.c.code_sha256 == digest))
-        ).scalar_one_or_none()
-        if earlier:
-            await _revoke(conn, earlier, now)
-        return str(earlier or "")
+        if claimed.rowcount != 1:
+            earlier_grant = (
+                await conn.execute(select(oauth_codes.c.grant_id).where(oauth_codes.c.code_sha256 == digest))
+            ).scalar_one_or_none()
+            if earlier_grant:
+                await revoke_lineage(conn, earlier_grant, now)
+            return Exchanged(None, frozenset(), str(earlier_grant or ""))
+        scopes, ends = row.scopes, None
+        if row.parent is not None:
+            bound = await live_parent(conn, row.parent, now)
+            if bound is None or not scopes & bound.scopes:
+                return Exchanged(None, frozenset())
+            scopes, ends = scopes & bound.scopes, bound.expires_at
+        await _insert_grant(conn, grant_id, row, scopes, ends, now)
+        issued = tokens.within(ends)
+        await _insert_tokens(conn, grant_id, issued, now)
+        await conn.execute(
+            update(oauth_clients).where(oauth_clients.c.client_id == row.client_id).values(last_used_at=now)
+        )
+        return Exchanged(issued, scopes)
+
+
+async def _insert_grant(
+    conn: AsyncConnection, grant_id: str, row: CodeRow, scopes: frozenset[str], ends: float | None, now: float
+) -> None:
+    await conn.execute(
+        insert(grants).values(
+            id=grant_id,
+            member=row.member,
+            kind="oauth",
+            token_hash=None,
+            scopes=" ".join(sorted(scopes)),
+            created_at=now,
+            expires_at=ends,
+            revoked_at=None,
+            client_id=row.client_id,
+            last_used_at=None,
+            parent=row.parent,
+            resource=row.resource or "/mcp",
+        )
+    )
 
 
 # --- refresh tokens ----------------------------------------------------------------------------
 
 
-async def load_refresh(db: Database, token: str) -> RefreshRow | None:
+async def load_refresh(db: Database, token: str, now: float) -> RefreshRow | None:
+    """The refresh token's grant; ``chain_live`` checks the grant and every grant up its chain."""
     query = (
         select(
             oauth_tokens.c.grant_id,
@@ -341,6 +397,9 @@ async def load_refresh(db: Database, token: str) -> RefreshRow | None:
             oauth_tokens.c.used_at,
             grants.c.revoked_at,
             members.c.status,
+            grants.c.expires_at,
+            grants.c.parent,
+            grants.c.resource,
         )
         .select_from(oauth_tokens.join(grants, grants.c.id == oauth_tokens.c.grant_id))
         .join(members, members.c.name == grants.c.member)
@@ -348,14 +407,19 @@ async def load_refresh(db: Database, token: str) -> RefreshRow | None:
     )
     async with db.read() as conn:
         r = (await conn.execute(query)).first()
-    if r is None:
-        return None
-    return RefreshRow(r[0], r[1], r[2], frozenset(r[3].split()), r[4], r[5], r[6], r[7])
+        if r is None:
+            return None
+        live = (r[8] is None or r[8] > now) and await ancestors_live(conn, r[9], now)
+    ends = earlier(r[4], r[8])
+    return RefreshRow(r[0], r[1], r[2], frozenset(r[3].split()), ends, r[5], r[6], r[7], live, r[8], r[10])
 
 
-async def rotate_refresh(db: Database, old: str, grant_id: str, tokens: IssuedTokens, now: float) -> bool:
-    """Spend refresh token ``old`` for a new pair, once; False (and the grant revoked) when it was
-    already spent: a refresh token used twice was stolen from one of its two users (R-7.7)."""
+async def rotate_refresh(
+    db: Database, old: str, grant_id: str, tokens: IssuedTokens, now: float, ends: float | None
+) -> IssuedTokens | None:
+    """Spend refresh token ``old`` for a new pair ending no later than ``ends`` (the grant's end,
+    R-7.11), once; None (and the grant revoked) when it was already spent: a refresh token used
+    twice was stolen from one of its two users (R-7.7)."""
     async with db.begin() as conn:
         spent = await conn.execute(
             update(oauth_tokens)
@@ -367,30 +431,25 @@ async def rotate_refresh(db: Database, old: str, grant_id: str, tokens: IssuedTo
             .values(used_at=now)
         )
         if spent.rowcount != 1:
-            await _revoke(conn, grant_id, now)
-            return False
+            await revoke_lineage(conn, grant_id, now)
+            return None
         # The access tokens issued before this rotation end with it.
         await conn.execute(
             delete(oauth_tokens).where(oauth_tokens.c.grant_id == grant_id, oauth_tokens.c.kind == "access")
         )
-        await _insert_tokens(conn, grant_id, tokens, now)
-    return True
+        issued = tokens.within(ends)
+        await _insert_tokens(conn, grant_id, issued, now)
+    return issued
 
 
 # --- revocation --------------------------------------------------------------------------------
 
 
-async def _revoke(conn: AsyncConnection, grant_id: str, now: float) -> bool:
-    result = await conn.execute(
-        update(grants).where(grants.c.id == grant_id, grants.c.revoked_at.is_(None)).values(revoked_at=now)
-    )
-    return bool(result.rowcount)
-
-
 async def revoke_grant(db: Database, grant_id: str, now: float) -> bool:
-    """Revoke a grant: its access and refresh tokens stop at once (they are read through it)."""
+    """Revoke a grant: its access and refresh tokens stop at once (they are read through it), and
+    so does every grant made from it, theirs included (R-7.11)."""
     async with db.begin() as conn:
-        return await _revoke(conn, grant_id, now)
+        return await revoke_lineage(conn, grant_id, now)
 
 
 async def revoke_member_grants(db: Database, member: str, now: float) -> int:
@@ -409,7 +468,9 @@ async def grant_details(db: Database, grant_ids: list[str]) -> dict[str, dict[st
     if not grant_ids:
         return {}
     query = (
-        select(grants.c.id, grants.c.client_id, grants.c.last_used_at, oauth_clients.c.info)
+        select(
+            grants.c.id, grants.c.client_id, grants.c.last_used_at, grants.c.resource, oauth_clients.c.info
+        )
         .select_from(grants.outerjoin(oauth_clients, oauth_clients.c.client_id == grants.c.client_id))
         .where(grants.c.id.in_(grant_ids))
     )
@@ -419,6 +480,8 @@ async def grant_details(db: Database, grant_ids: list[str]) -> dict[str, dict[st
     for r in rows:
         name = (r.info or {}).get("client_name") if r.client_id else None
         details[r.id] = {"client_id": r.client_id, "client_name": name, "last_used_at": r.last_used_at}
+        if r.client_id:  # an OAuth grant: where its tokens are accepted (RFC 8707)
+            details[r.id]["resource"] = r.resource or "/mcp"
     return details
 
 

@@ -114,7 +114,12 @@ grants = Table(
     Column("revoked_at", Float, nullable=True),
     Column("client_id", String(512), nullable=True),  # an OAuth grant: the client the member consented to
     Column("last_used_at", Float, nullable=True),
+    # The grant this one was made from: it ends with it; NULL for a root grant.
+    Column("parent", String(40), nullable=True),
+    # An OAuth grant's resource (RFC 8707): ``/mcp`` (NULL too) or ``/api``; its tokens work there only.
+    Column("resource", String(16), nullable=True),
     Index("ix_grants_member", "member"),
+    Index("ix_grants_parent", "parent"),
 )
 
 handles = Table(
@@ -365,6 +370,7 @@ oauth_codes = Table(
     Column("resource", Text, nullable=True),
     Column("expires_at", Float, nullable=False),
     Column("grant_id", String(40), nullable=True),
+    Column("parent", String(40), nullable=True),  # the session grant that consented
     Index("ix_oauth_codes_expires_at", "expires_at"),
 )
 

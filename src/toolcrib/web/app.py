@@ -61,9 +61,10 @@ class Authenticated:
     The principal is put in the ASGI scope; it is read again on every request, never cached.
     """
 
-    def __init__(self, inner: ASGIApp, settings: Settings) -> None:
+    def __init__(self, inner: ASGIApp, settings: Settings, resource: str | None = None) -> None:
         self._inner = inner
         self._settings = settings
+        self._resource = resource  # RFC 8707: the OAuth access tokens issued for it pass, no others
         self._origins = OriginPolicy(settings)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -77,7 +78,7 @@ class Authenticated:
         token = header[7:].strip() if header.lower().startswith("bearer ") else None
         try:
             with tracing.step("authenticate"):  # its token read is a database span naming the step
-                principal = await authenticate(request.app.state.gateway, token)
+                principal = await authenticate(request.app.state.gateway, token, resource=self._resource)
         except Unauthenticated as exc:
             metadata_url = self._settings.resource_url + METADATA_PATH
             error = "invalid_token" if token else None
@@ -181,11 +182,11 @@ def create_app(settings: Settings, *, gateway: Gateway | None = None) -> Starlet
             *auth_routes(),
             Route(
                 "/mcp",
-                Authenticated(_SessionManagerApp(settings.stateless), settings),
+                Authenticated(_SessionManagerApp(settings.stateless), settings, "/mcp"),
                 methods=["GET", "POST", "DELETE"],
             ),
-            Route("/api/approvals/{approval_id}", Authenticated(api, settings), methods=["GET"]),
-            Route("/api/{resource}/{operation}", Authenticated(api, settings), methods=["POST"]),
+            Route("/api/approvals/{approval_id}", Authenticated(api, settings, "/api"), methods=["GET"]),
+            Route("/api/{resource}/{operation}", Authenticated(api, settings, "/api"), methods=["POST"]),
             Route("/admin", _to_console),
             admin_mount(),
         ],

@@ -3,7 +3,8 @@
 Pages are Jinja2 templates (``templates/auth``) with autoescaping, answered with a strict CSP (no
 script at all), ``frame-ancestors 'none'`` and ``no-store``. ``/auth/login`` takes a personal
 access token when no OpenID Provider is configured (and beside its link when one is): the token is
-checked once, then a session grant of its own is what the cookie holds (``web/signin.py``).
+checked once, then a session grant of its own is what the cookie holds (``web/signin.py``): made
+from the token (R-7.11), within its scopes, ending no later, revoked with it.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from toolcrib.errors import NotFound, Unauthenticated
 from toolcrib.gateway.core import Gateway
-from toolcrib.gateway.grants import new_session_grant
+from toolcrib.gateway.grants import new_session_grant, parent_of
 from toolcrib.gateway.identity import authenticate
 from toolcrib.policy.gates import Principal
 from toolcrib.web.address_limits import AddressLimiter, client_address, too_many
@@ -119,7 +120,10 @@ async def login(request: Request) -> Response:
         if given.startswith("tca_"):  # a client's access token is not a person's sign-in
             raise Unauthenticated("sign in with a personal access token")
         principal = await authenticate(gw, given)
-        session_token = await new_session_grant(gw, principal.member, principal.scopes)
+        # the session is the token's child (R-7.11): its scopes or fewer, ending and revoked with it
+        session_token = await new_session_grant(
+            gw, principal.member, principal.scopes, parent=parent_of(principal), ends=principal.expires_at
+        )
     except (Unauthenticated, NotFound):
         return _login_form(request, next_path, status=401, code="unauthenticated")
     response = RedirectResponse(next_path, 303)

@@ -7,6 +7,11 @@ A role without ``tool:execute`` gets no grant, and a page that says why. "Rememb
 client" skips the page next time for the same scopes or fewer. Each request is answered once:
 the sealed request carries a nonce claimed in the store (``single_use``), so a replayed answer,
 on any replica, is refused.
+
+The grant is made from the session that consented (R-7.11): its scopes or fewer, ending with it.
+Its tokens are for ``/mcp`` (RFC 8707); a client that names the admin API (``resource`` = the
+``/api`` URL) gets tokens for ``/api`` only when the person ticks that line, which is never
+ticked for them and never skipped by a remembered consent.
 """
 
 from __future__ import annotations
@@ -95,7 +100,8 @@ async def consent_page(request: Request) -> Response:
     remembered = await store.get_consent(gw.db, me.member, consent.client_id)
     if not asked:
         return _bad_request(me, "This sign-in may not grant any scope the app asks for.", 403)
-    if remembered is not None and asked <= remembered:
+    wants_api = consent.wants_api(provider.base_url)
+    if remembered is not None and asked <= remembered and not wants_api:
         return await _grant(provider, consent, me, asked)
     return page(
         "consent.html",
@@ -106,6 +112,7 @@ async def consent_page(request: Request) -> Response:
         client_name=client.client_name or consent.client_id,
         redirect_host=urlsplit(consent.redirect_uri).netloc or consent.redirect_uri,
         asked=asked,
+        wants_api=wants_api,
         ladder=[{"scope": s, "meaning": m} for s, m in LADDER],
     )
 
@@ -117,6 +124,7 @@ async def _grant(
     scopes: frozenset[str],
     *,
     remember: bool = False,
+    api: bool = False,
 ) -> Response:
     """Claim the request (once), remember the choice if asked, issue the code, send the browser back."""
     if not await provider.claim_request(consent):
@@ -124,7 +132,8 @@ async def _grant(
         return _bad_request(me, "This authorization request was already answered; start again from the app.")
     if remember:
         await store.put_consent(provider.db, me.member, consent.client_id, scopes, provider.clock())
-    return RedirectResponse(await provider.complete(consent, me.member, scopes), 302)
+    code_url = await provider.complete(consent, me.member, scopes, parent=me.grant_id, api=api)
+    return RedirectResponse(code_url, 302)
 
 
 async def consent(request: Request) -> Response:
@@ -149,4 +158,5 @@ async def consent(request: Request) -> Response:
     chosen = frozenset(s for s in form.getlist("scopes") if isinstance(s, str)) & _asked(consent, me)
     if not chosen:
         return _bad_request(me, "Choose at least one scope, or deny.")
-    return await _grant(provider, consent, me, chosen, remember=form.get("remember") == "yes")
+    api = form.get("admin_api") == "yes" and consent.wants_api(provider.base_url)
+    return await _grant(provider, consent, me, chosen, remember=form.get("remember") == "yes", api=api)

@@ -10,7 +10,8 @@
   §4.11.2); after that, errors go back to the redirect URI as RFC 6749 §4.1.2.1 says;
 - PKCE S256 only: a request without ``code_challenge_method`` means ``plain`` (RFC 7636 §4.3),
   which the SDK refuses with ``invalid_request`` as it refuses an explicit ``plain``;
-- ``resource`` (RFC 8707) at ``/token``: another resource than this gateway is ``invalid_target``;
+- ``resource`` (RFC 8707) at ``/token``: another resource than this gateway's ``/mcp`` or ``/api``,
+  or another than the code or refresh token was consented for, is ``invalid_target``;
 - registration bounded: 16 KiB of body, ``oauth_clients_per_address`` a day per address;
 - client secrets compared by hash (the store never holds one in clear).
 """
@@ -43,7 +44,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp
 
 from toolcrib.auth.clients import ClientMetadataError
-from toolcrib.gateway.authorization import Provider, resource_ok
+from toolcrib.gateway.authorization import Provider, resource_path
 from toolcrib.policy.scopes import SCOPES
 from toolcrib.settings import Settings
 from toolcrib.store import oauth_server as store
@@ -179,8 +180,12 @@ def authorization_server_routes(
             return too_many(wait)
         form = await request.form()
         resource = form.get("resource")
-        if isinstance(resource, str) and not resource_ok(resource, settings.resource_url):
-            return _oauth_error("invalid_target", "tokens here are only for this gateway's /mcp")
+        if isinstance(resource, str):  # RFC 8707: ours, and the one the person consented to
+            wanted = resource_path(resource, settings.resource_url)
+            credential = form.get("code") or form.get("refresh_token")
+            bound = await provider.bound_resource(form.get("grant_type"), credential)
+            if wanted is None or (bound is not None and bound != wanted):
+                return _oauth_error("invalid_target", "not the resource these tokens were granted for")
         answer: Response = await token_handler.handle(request)
         return answer
 

@@ -1,7 +1,7 @@
 """the identity provider vouches for a person at each refresh (#32, R-7.11)
 
 Revision ID: 0012
-Revises: 0010
+Revises: 0011
 Create Date: 2026-12-04 19:00:00
 
 - ``idp_vouches``: one row per member who signed in through the identity provider: the
@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0012"
-down_revision = "0010"
+down_revision = "0011"
 branch_labels = None
 depends_on = None
 
