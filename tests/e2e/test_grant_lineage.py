@@ -176,6 +176,27 @@ async def test_r7_11_revoking_the_sign_in_session_revokes_the_oauth_grant_made_a
         assert (await rpc(w.base, pat, "tools/list", {})).status_code == 200
 
 
+async def test_r7_11_a_grant_made_at_a_sign_in_session_ends_with_what_signed_in_not_with_the_session(
+    tmp_path: Path,
+) -> None:
+    """The session is the consent page's eight-hour handle: a client's grant made through it
+    lives as long as the personal token the person proved, and no longer."""
+    async with world(tmp_path) as w:
+        _, pat = await w.admin("ada", hours=48)
+        pat_ends = (await w.rows("ada"))["pat"].expires_at
+        client_id, issued = await w.consented(pat)
+        rows = await w.rows("ada")
+        assert rows["session"].expires_at < pat_ends  # the session itself: eight hours
+        assert rows["oauth"].expires_at == pat_ends  # the grant: the personal token's end
+        w.now[0] += 9 * 3600  # the session has ended; the personal token has not
+        renewed = await w.refresh(client_id, issued["refresh_token"])
+        assert renewed.status_code == 200, renewed.text
+        assert (await rpc(w.base, renewed.json()["access_token"], "tools/list", {})).status_code == 200
+        w.now[0] += 40 * 3600  # the personal token has ended: so has the grant
+        refused = await w.refresh(client_id, renewed.json()["refresh_token"])
+        assert refused.json()["error"] == "invalid_grant"
+
+
 async def test_r7_11_a_code_whose_sign_in_ended_before_the_exchange_makes_no_grant(tmp_path: Path) -> None:
     async with world(tmp_path) as w:
         pat_id, pat = await w.admin("ada")
@@ -247,3 +268,20 @@ async def test_r7_11_the_admin_api_is_granted_only_when_asked_for_and_ticked_by_
         assert other.json()["error"] == "invalid_target"
         renewed = await w.refresh(client_id, for_api["refresh_token"])
         assert await w.api(renewed.json()["access_token"]) == 200
+
+
+async def test_r7_11_suspending_or_removing_a_member_forgets_their_identity_provider_token(
+    tmp_path: Path,
+) -> None:
+    """Nothing sealed is kept for a person whose grants all ended: the provider's refresh token
+    could only ever vouch for them again."""
+    from toolcrib.store import idp_vouches
+
+    async with world(tmp_path) as w:
+        for name, end in (("ada", members.suspend_member), ("bob", members.remove_member)):
+            await members.add_member(w.gw, name, "member", actor=OPERATOR)
+            await idp_vouches.put_sign_in(
+                w.gw.db, member=name, issuer="https://idp.example", subject=name, refresh_sealed="x", now=1.0
+            )
+            await end(w.gw, name, OPERATOR)
+            assert await idp_vouches.get_vouch(w.gw.db, name) is None

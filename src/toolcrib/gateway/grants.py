@@ -24,6 +24,7 @@ from toolcrib.policy.classify import classify_operation
 from toolcrib.policy.gates import Principal, require_operation, require_scope_for
 from toolcrib.policy.roles import has_permission
 from toolcrib.policy.scopes import SCOPES
+from toolcrib.store import idp_vouches
 from toolcrib.store import members as store
 from toolcrib.store import oauth_server as oauth_store
 from toolcrib.store.members import GrantRow
@@ -92,8 +93,11 @@ async def revoke_grant(gw: Gateway, principal: Principal, grant_id: str) -> None
 
 
 async def revoke_all(gw: Gateway, member: str) -> int:
-    """Every grant of ``member``, refresh tokens and sessions included, at once (R-7.9)."""
-    return await oauth_store.revoke_member_grants(gw.db, member, gw.clock())
+    """Every grant of ``member``, refresh tokens and sessions included, at once (R-7.9); the
+    identity provider's sealed refresh token of theirs is forgotten with them (R-7.11)."""
+    revoked = await oauth_store.revoke_member_grants(gw.db, member, gw.clock())
+    await idp_vouches.forget_member(gw.db, member)
+    return revoked
 
 
 def parent_of(principal: Principal) -> str | None:
@@ -140,6 +144,7 @@ async def new_session_grant(
         expires_at=store.earlier(now + SESSION_SECONDS, ends),
         parent=parent,
         now=now,
+        children_until=ends,
     )
     if grant is None:
         raise Unauthenticated("the grant that signed in has ended")

@@ -19,7 +19,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from toolcrib.store.database import Database
 from toolcrib.store.tables import idp_vouches
 
-__all__ = ["Vouch", "forget", "get_vouch", "put_sign_in", "vouched"]
+__all__ = ["Vouch", "forget", "forget_member", "get_vouch", "put_sign_in", "vouched"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,3 +88,10 @@ async def forget(db: Database, member: str, read: str) -> bool:
             delete(idp_vouches).where(idp_vouches.c.member == member, idp_vouches.c.refresh_sealed == read)
         )
     return bool(gone.rowcount)
+
+
+async def forget_member(db: Database, member: str) -> None:
+    """Nothing kept of ``member`` at the provider: suspended or removed, their grants all revoked,
+    the provider's refresh token is no use to anyone and is not kept sealed for nothing."""
+    async with db.begin() as conn:
+        await conn.execute(delete(idp_vouches).where(idp_vouches.c.member == member))

@@ -63,7 +63,9 @@ class GrantRow:
 
 @dataclass(frozen=True, slots=True)
 class Bound:
-    """What a live parent lets a child have: its scopes or fewer, ending no later than it does."""
+    """What a live parent lets a child have: its scopes or fewer, ending no later than
+    ``expires_at``: the parent's own end, or for a sign-in session the end of what signed in
+    (its ``children_until``: the session is the consent pages' handle, not the person's proof)."""
 
     scopes: frozenset[str]
     expires_at: float | None
@@ -140,8 +142,13 @@ async def insert_grant(
     expires_at: float | None,
     parent: str | None = None,
     now: float | None = None,
+    children_until: float | None = None,
 ) -> GrantRow | None:
-    """A new grant; with ``parent``, a child of it (R-7.11): None when the parent is not live."""
+    """A new grant; with ``parent``, a child of it (R-7.11): None when the parent is not live.
+
+    ``children_until`` (a sign-in session's): when what signed in ends (an external issuer's JWT),
+    the latest end a grant made through the session may have; with ``parent`` it is the parent's
+    end at the latest too. None for a session of the identity provider: no bound but its re-check."""
     now = time.time() if now is None else now
     async with db.begin() as conn:
         if parent is not None:
@@ -149,6 +156,7 @@ async def insert_grant(
             if bound is None or not scopes & bound.scopes:
                 return None
             scopes, expires_at = scopes & bound.scopes, earlier(expires_at, bound.expires_at)
+            children_until = earlier(children_until, bound.expires_at)
         await conn.execute(
             insert(grants).values(
                 id=grant_id,
@@ -160,6 +168,7 @@ async def insert_grant(
                 expires_at=expires_at,
                 revoked_at=None,
                 parent=parent,
+                children_until=children_until if kind == "session" else None,
             )
         )
     return GrantRow(grant_id, member, kind, scopes, now, expires_at, None, parent)
@@ -171,7 +180,14 @@ async def live_parent(conn: AsyncConnection, parent: str, now: float) -> Bound |
     the database): a revocation on another replica waits, then sees the child this makes."""
     r = (
         await conn.execute(
-            select(grants.c.scopes, grants.c.expires_at, grants.c.revoked_at, members.c.status)
+            select(
+                grants.c.scopes,
+                grants.c.kind,
+                grants.c.expires_at,
+                grants.c.children_until,
+                grants.c.revoked_at,
+                members.c.status,
+            )
             .join(members, members.c.name == grants.c.member)
             .where(grants.c.id == parent)
             .with_for_update(of=grants)
@@ -181,22 +197,31 @@ async def live_parent(conn: AsyncConnection, parent: str, now: float) -> Bound |
         return None
     if r.expires_at is not None and r.expires_at <= now:
         return None
-    return Bound(frozenset(r.scopes.split()), r.expires_at)
+    passed_on = r.children_until if r.kind == "session" else r.expires_at
+    return Bound(frozenset(r.scopes.split()), passed_on)
 
 
 async def ancestors_live(conn: AsyncConnection, parent: str | None, now: float) -> bool:
     """Every grant up the chain from ``parent`` unrevoked and unexpired (a refresh's check: the
     revocation cascade and the capped ends make it redundant, so a refresh is refused even if
-    either ever failed)."""
+    either ever failed). A sign-in session counts by the end it passes on (``children_until``),
+    not by its own eight hours: the pages' cookie ending ends nothing made through it."""
     for _ in range(LINEAGE_DEPTH):
         if parent is None:
             return True
         r = (
             await conn.execute(
-                select(grants.c.parent, grants.c.expires_at, grants.c.revoked_at).where(grants.c.id == parent)
+                select(
+                    grants.c.parent,
+                    grants.c.kind,
+                    grants.c.expires_at,
+                    grants.c.children_until,
+                    grants.c.revoked_at,
+                ).where(grants.c.id == parent)
             )
         ).first()
-        if r is None or r.revoked_at is not None or (r.expires_at is not None and r.expires_at <= now):
+        ends = r.children_until if r is not None and r.kind == "session" else (r.expires_at if r else None)
+        if r is None or r.revoked_at is not None or (ends is not None and ends <= now):
             return False
         parent = r.parent
     return False

@@ -331,7 +331,7 @@ async def exchange_code(
     """Turn a code into a grant and its first tokens, once. A code already exchanged is a replay:
     the grant it produced is revoked (RFC 6749 §10.5) and named. A code whose session (``parent``)
     ended since makes nothing (R-7.11); otherwise the grant holds the session's scopes or fewer and
-    ends with it, and so do its tokens."""
+    ends with what the session was signed in with (:func:`live_parent`), and so do its tokens."""
     digest = hash_token(code)
     async with db.begin() as conn:
         claimed = await conn.execute(

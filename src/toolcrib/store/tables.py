@@ -118,6 +118,9 @@ grants = Table(
     Column("parent", String(40), nullable=True),
     # An OAuth grant's resource (RFC 8707): ``/mcp`` (NULL too) or ``/api``; its tokens work there only.
     Column("resource", String(16), nullable=True),
+    # A sign-in session's: the end what is made from it inherits (what signed in ends then; NULL:
+    # an identity provider's sign-in, re-checked at each refresh). Other grants pass on expires_at.
+    Column("children_until", Float, nullable=True),
     Index("ix_grants_member", "member"),
     Index("ix_grants_parent", "parent"),
 )
