@@ -27,6 +27,7 @@ from toolcrib.gateway.control import ControlPlane
 from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.execute import execute_tool
 from toolcrib.gateway.process import open_gateway
+from toolcrib.gateway.search import search_tools
 from toolcrib.policy.frozen import ACTIVE, NO_PARAMETER, WAITING
 from toolcrib.policy.gates import Principal
 from toolcrib.policy.scopes import SCOPES
@@ -226,10 +227,11 @@ def test_r13_8_a_tool_that_appears_without_its_frozen_parameter_is_held_never_ru
     async def work(gw: Gateway, op: Principal) -> dict[str, Any]:
         await connections.refresh_connection(gw, "crm", op)
         held = await _code(execute_tool(gw, op, tool="crm__create_contact", arguments={"name": "Ada"}))
+        found = await search_tools(gw, op, "create a contact", limit=5)
         other = await execute_tool(gw, op, tool="crm__search_contacts", arguments={"query": "Ada"})
         asked = await _code(execute_tool(gw, op, tool="crm__delete_contact", arguments={"contact_id": "7"}))
         listed = await restrictions.list_frozen(gw, op)
-        return {"held": held, "other": other, "asked": asked[0], "listed": listed}
+        return {"held": held, "other": other, "asked": asked[0], "listed": listed, "found": found}
 
     try:
         seen = _with_gateway(org.db_url, work)
@@ -237,6 +239,7 @@ def test_r13_8_a_tool_that_appears_without_its_frozen_parameter_is_held_never_ru
         server.stop()
     code, error = seen["held"]
     assert (code, error["frozen"]) == ("forbidden", ["region"])
+    assert "crm__create_contact" not in json.dumps(seen["found"])  # nor offered by search
     assert seen["asked"] == "approval_required"  # the approval rule of its classification applies
     assert _calls(org) == ["search_contacts"]  # the held tool never reached the upstream
     assert [f["status"] for f in seen["listed"]] == [NO_PARAMETER]

@@ -121,7 +121,8 @@ async def _execute(
     require_allowed(_decide(principal, row, record.name, policy.rules, "execute"), record.public_name)
     require_scope_for(principal, risk)
     frozen = policy.frozen_for(row.name, record.name)
-    if unmet := unmet_frozen(record.input_schema, frozen):  # fail closed: never run without it
+    # a tool that appeared without a parameter frozen for it never runs without it
+    if frozen and (unmet := unmet_frozen(record.input_schema, frozen)):
         raise FrozenUnmet(record.public_name, unmet)
     hidden = CallSecrets(policy.secret_params(row.name, record.name), policy.frozen_secrets(row.name))
     # 9. aliases back to provider names; 10. frozen values merged over; 11. required; 12. JSON Schema
