@@ -5,7 +5,8 @@ first sync that brings them.
 Real parts: a real SQLite file, the real ``toolcrib`` command line, a URL connection to a loopback
 port where nothing listens yet, then the fixture MCP server (over Streamable HTTP) started on that
 very port, and the gateway refreshing the connection and running the tool in-process through the
-one execution pipeline (the MCP and REST faces' operations through the ``ControlPlane`` they share).
+one execution pipeline (the MCP and REST faces' operations through the ``ControlPlane`` they share;
+the console's pages in-process through the real app).
 """
 
 from __future__ import annotations
@@ -19,7 +20,10 @@ from typing import Any, TypeVar
 
 import anyio
 import pytest
+from tests.admin.console import console
 from tests.conftest import FIXTURE_SERVER, ROOT, Process, cli, env_for, free_port, wait_http
+from tests.e2e.inprocess import open_gateway as open_test_gateway
+from tests.e2e.inprocess import owner_token, settings_for
 
 from toolcrib.errors import InBandError
 from toolcrib.gateway import connections, members, restrictions, tools
@@ -275,3 +279,23 @@ def test_r13_8_frozen_set_on_a_connection_without_tools_answers_waiting(tmp_path
 
     answer = _with_gateway(db_url, over_mcp)
     assert (answer["frozen"], answer["status"]) == ("crm__update_contact.region", WAITING)
+
+
+@pytest.mark.anyio
+async def test_r13_8_the_console_pages_show_what_waits_for_its_tool(tmp_path: Path) -> None:
+    async with open_test_gateway(settings_for(tmp_path)) as gw:
+        token = await owner_token(gw)
+        op = await members.operator_principal(gw)
+        url = f"http://127.0.0.1:{free_port()}/mcp"  # nothing listens there
+        row = await connections.add_connection(gw, "crm", connector="CRM", url=url, actor=op)
+        assert row.status == "error"
+        await restrictions.set_frozen(gw, op, "crm", "create_contact", "region", "eu")
+        await restrictions.add_restriction(
+            gw, effect="block", target_kind="role", target="member", account="crm", tool="purge_all", actor=op
+        )
+        async with console(gw) as c:
+            http, _ = await c.signed_in(token)
+            frozen = (await http.get("/admin/frozen")).text
+            rules = (await http.get("/admin/restrictions")).text
+    assert '<td class="status">waiting for the tool</td>' in frozen
+    assert "(waiting for the tool)" in rules
