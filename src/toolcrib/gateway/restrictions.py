@@ -10,6 +10,7 @@ typo stays visible), and one a tool appears without holds the tool (``execute``,
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import Any
 
 from toolcrib.auth.tokens import new_rule_id
@@ -22,6 +23,7 @@ from toolcrib.policy.rules import Rule, describe_rule, validate_rule
 from toolcrib.policy.scopes import RISKS
 from toolcrib.store import members as member_store
 from toolcrib.store import policy as store
+from toolcrib.store.connections import StoredTool
 
 __all__ = [
     "add_restriction",
@@ -41,31 +43,35 @@ __all__ = [
 ]
 
 
-def rule_view(rule: Rule, gw: Gateway | None = None) -> dict[str, Any]:
-    """A rule as every face shows it; with ``gw``, its ``status``: whether the tool it names is
-    listed yet (R-13.8)."""
+def rule_view(rule: Rule, catalogs: Catalogs | None = None) -> dict[str, Any]:
+    """A rule as every face shows it; with the ``catalogs`` (``gw.catalogs``), its ``status``:
+    whether the tool it names is listed yet (R-13.8)."""
     view = {**dataclasses.asdict(rule), "description": describe_rule(rule)}
-    return view if gw is None else {**view, "status": restriction_status(gw, rule)}
+    return view if catalogs is None else {**view, "status": restriction_status(catalogs, rule)}
 
 
 _GLOB = frozenset("*?[")
+Catalogs = Mapping[str, Mapping[str, StoredTool]]
+"""``gw.catalogs``: account -> tool name -> its stored tool."""
 
 
-def restriction_status(gw: Gateway, rule: Rule) -> str:
+def restriction_status(catalogs: Catalogs, rule: Rule) -> str:
     """:data:`WAITING` for a rule naming one exact tool of an account that has not listed it."""
     if rule.account is None or rule.tool is None or _GLOB & set(rule.tool):
         return ACTIVE
-    return tool_status(gw, rule.account, rule.tool)
+    return tool_status(catalogs, rule.account, rule.tool)
 
 
-def tool_status(gw: Gateway, account: str, tool: str) -> str:
-    """Whether ``account`` has listed ``tool``: :data:`ACTIVE`, or :data:`WAITING` for it."""
-    return ACTIVE if tool in gw.catalogs.get(account, {}) else WAITING
+def tool_status(catalogs: Catalogs, account: str, tool: str) -> str:
+    """Whether ``account`` has listed ``tool`` in ``catalogs`` (``gw.catalogs``): :data:`ACTIVE`,
+    or :data:`WAITING` for it."""
+    return ACTIVE if tool in catalogs.get(account, {}) else WAITING
 
 
-def frozen_state(gw: Gateway, account: str, tool: str, param: str) -> str:
-    """What a frozen value does now (:func:`toolcrib.policy.frozen.frozen_status`)."""
-    stored = gw.catalogs.get(account, {}).get(tool)
+def frozen_state(catalogs: Catalogs, account: str, tool: str, param: str) -> str:
+    """What a frozen value does now (:func:`toolcrib.policy.frozen.frozen_status`), by ``catalogs``
+    (``gw.catalogs``)."""
+    stored = catalogs.get(account, {}).get(tool)
     return frozen_status(None if stored is None else stored.record.input_schema, param)
 
 
@@ -172,7 +178,7 @@ async def list_frozen(gw: Gateway, principal: Principal) -> list[dict[str, Any]]
     Each says its ``status`` (:func:`frozen_state`): active, waiting for the tool, or held."""
     require_operation(principal, "connections:write", "list")
     return [
-        {**frozen_view(row), "status": frozen_state(gw, row["account"], row["tool"], row["param"])}
+        {**frozen_view(row), "status": frozen_state(gw.catalogs, row["account"], row["tool"], row["param"])}
         for row in await store.list_frozen(gw.db)
     ]
 
