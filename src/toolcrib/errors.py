@@ -8,6 +8,7 @@ ToolcribError                      (code: "internal")
 │   ├── NotFound                   not_found
 │   ├── Restricted                 restricted
 │   ├── Forbidden                  forbidden
+│   │   └── FrozenUnmet            forbidden             (held: a frozen parameter the tool lacks, R-13.8)
 │   ├── ConnectionInactive         connection_inactive   (names the status)
 │   ├── HandleExpired              handle_expired
 │   ├── SchemaChanged              schema_changed
@@ -58,6 +59,7 @@ __all__ = [
     "ConnectionInactive",
     "ElicitationUnavailable",
     "Forbidden",
+    "FrozenUnmet",
     "HandleExpired",
     "InBandError",
     "InternalError",
@@ -141,6 +143,21 @@ class Restricted(InBandError):
 
 class Forbidden(InBandError):
     code: ClassVar[str] = "forbidden"
+
+
+class FrozenUnmet(Forbidden):
+    """The tool appeared without a parameter frozen for it (R-13.8): it is held, never run without
+    the frozen value, until an admin unfreezes or fixes it. Names the parameters (never a value)."""
+
+    def __init__(self, tool: str, params: list[str]) -> None:
+        super().__init__(
+            f"{tool} is held: it has no parameter {', '.join(map(repr, params))} frozen for it, so it "
+            "does not run until an admin unfreezes or fixes the frozen value"
+        )
+        self.params = params
+
+    def extra(self) -> dict[str, Any]:
+        return {"frozen": self.params}
 
 
 class ConnectionInactive(InBandError):

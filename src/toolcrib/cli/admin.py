@@ -375,7 +375,7 @@ def restrictions_add(
             tool=tool,
             actor=op,
         )
-        return restrictions.rule_view(rule)
+        return restrictions.rule_view(rule, gw.catalogs)
 
     emit(run_as_operator(database, work), as_json)
 
@@ -386,9 +386,9 @@ def restrictions_list(database: str | None = DatabaseOption, as_json: bool = Jso
     from toolcrib.gateway import restrictions
 
     async def work(gw: Gateway, op: Principal) -> list[dict[str, Any]]:
-        return [restrictions.rule_view(r) for r in await restrictions.list_restrictions(gw, op)]
+        return [restrictions.rule_view(r, gw.catalogs) for r in await restrictions.list_restrictions(gw, op)]
 
-    emit(run_as_operator(database, work), as_json, columns=["id", "description"])
+    emit(run_as_operator(database, work), as_json, columns=["id", "description", "status"])
 
 
 @restrictions_app.command("remove")
@@ -441,6 +441,7 @@ def frozen_set(
 ) -> None:
     """Freeze PARAM of ACCOUNT's TOOL to JSON_VALUE."""
     from toolcrib.gateway import restrictions
+    from toolcrib.policy.frozen import ACTIVE
 
     _check("frozen", "set", account=account, tool=tool, param=param, value=json_value, secret=secret)
     try:
@@ -450,11 +451,13 @@ def frozen_set(
             InvalidArguments("`value` must be JSON text", [{"pointer": "/value", "message": "not JSON text"}])
         )
 
-    async def work(gw: Gateway, op: Principal) -> bool:
-        return await restrictions.set_frozen(gw, op, account, tool, param, value, secret)
+    async def work(gw: Gateway, op: Principal) -> tuple[bool, str]:
+        kept = await restrictions.set_frozen(gw, op, account, tool, param, value, secret)
+        return kept, restrictions.frozen_state(gw.catalogs, account, tool, param)
 
-    kept_secret = run_as_operator(database, work)
-    console.print(f"froze {account}__{tool}.{param}" + (" (secret)" if kept_secret else ""))
+    kept_secret, status = run_as_operator(database, work)
+    notes = [n for n, on in (("secret", kept_secret), (status, status != ACTIVE)) if on]
+    console.print(f"froze {account}__{tool}.{param}" + (f" ({', '.join(notes)})" if notes else ""))
 
 
 @frozen_app.command("unset")
@@ -473,7 +476,8 @@ def frozen_unset(account: str, tool: str, param: str, database: str | None = Dat
 
 @frozen_app.command("list")
 def frozen_list(database: str | None = DatabaseOption, as_json: bool = JsonOption) -> None:
-    """Every frozen parameter; a secret one shows as "secret, set", never its value."""
+    """Every frozen parameter; a secret one shows as "secret, set", never its value; each with its
+    status: active, waiting for the tool (not listed yet), or held (the tool lacks the parameter)."""
     from toolcrib.gateway import restrictions
     from toolcrib.policy.frozen import SECRET_SHOWN
 
@@ -483,7 +487,7 @@ def frozen_list(database: str | None = DatabaseOption, as_json: bool = JsonOptio
     rows = run_as_operator(database, work)
     if not as_json:
         rows = [{**r, "value": SECRET_SHOWN if r["secret"] else r["value"]} for r in rows]
-    emit(rows, as_json, columns=["account", "tool", "param", "value"])
+    emit(rows, as_json, columns=["account", "tool", "param", "value", "status"])
 
 
 @tools_app.command("list")
@@ -564,9 +568,14 @@ def tools_reject(
 def tools_classify(account: str, tool: str, risk: str, database: str | None = DatabaseOption) -> None:
     """Override a tool's classification: read, write, destructive or forbidden."""
     from toolcrib.gateway import restrictions
+    from toolcrib.policy.frozen import ACTIVE
 
-    run_as_operator(database, lambda gw, op: restrictions.classify_tool(gw, account, tool, risk, op))
-    console.print(f"{account}__{tool} is {risk}")
+    async def work(gw: Gateway, op: Principal) -> str:
+        await restrictions.classify_tool(gw, account, tool, risk, op)
+        return restrictions.tool_status(gw.catalogs, account, tool)
+
+    status = run_as_operator(database, work)
+    console.print(f"{account}__{tool} is {risk}" + (f" ({status})" if status != ACTIVE else ""))
 
 
 def _time(text: str | None) -> float | None:

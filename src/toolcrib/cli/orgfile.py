@@ -52,12 +52,15 @@ def _read(path: str) -> tuple[str, str]:
         fail(InvalidArguments(f"{path} is not UTF-8 text", [{"pointer": path, "message": "not UTF-8"}]))
 
 
-def _print_changes(changes: list[object], as_json: bool, done: bool) -> None:
-    from toolcrib.gateway.orgfile.planning import Change
+def _print_changes(outcome: tuple[list[object], list[object]], as_json: bool, done: bool) -> None:
+    """The changes, then what waits for a tool not listed yet (no change: R-13.8)."""
+    from toolcrib.gateway.orgfile.planning import Change, Note
 
-    shown = [c for c in changes if isinstance(c, Change)]
+    shown = [c for c in outcome[0] if isinstance(c, Change)]
+    waiting = [n for n in outcome[1] if isinstance(n, Note)]
     if as_json:
-        emit({"changes": [c.view() for c in shown], "applied": done}, True)
+        views = [n.view() for n in waiting]
+        emit({"changes": [c.view() for c in shown], "applied": done, "waiting": views}, True)
         return
     for c in shown:
         console.print(c.line(), markup=False, highlight=False)
@@ -65,6 +68,12 @@ def _print_changes(changes: list[object], as_json: bool, done: bool) -> None:
     summary = ", ".join(f"{n} to {a}" for a, n in counts.items()) if shown else "no changes"
     verb = "applied" if done else "plan"
     console.print(f"{verb}: {summary}" if shown else summary, markup=False)
+    if waiting:
+        console.print(
+            "not listed by their connections yet (stored, enforced when they appear):", markup=False
+        )
+    for n in waiting:
+        console.print(n.line(), markup=False, highlight=False)
 
 
 def plan(
@@ -76,15 +85,16 @@ def plan(
     """Print what applying the file would change; exit 2 when something would, 0 when nothing."""
     text, source = _read(file)
 
-    async def work(gw: Gateway) -> list[object]:
-        from toolcrib.gateway.orgfile.service import plan_file, principal_for_file
+    async def work(gw: Gateway) -> tuple[list[object], list[object]]:
+        from toolcrib.gateway.orgfile.service import plan_file, principal_for_file, waiting_notes
 
         actor = await principal_for_file(gw, text, source, create_owner=False)
-        return list((await plan_file(gw, actor, text, source, prune=prune))[1])
+        desired, changes = await plan_file(gw, actor, text, source, prune=prune)
+        return list(changes), list(await waiting_notes(gw, actor, desired))
 
-    changes = run_gateway(database, work)
-    _print_changes(changes, as_json, done=False)
-    raise typer.Exit(2 if changes else 0)
+    outcome = run_gateway(database, work)
+    _print_changes(outcome, as_json, done=False)
+    raise typer.Exit(2 if outcome[0] else 0)  # what waits for a tool is no change (R-13.8)
 
 
 def apply(
@@ -96,11 +106,12 @@ def apply(
     """Apply the file, all or nothing, through the same checks as every face."""
     text, source = _read(file)
 
-    async def work(gw: Gateway) -> list[object]:
-        from toolcrib.gateway.orgfile.service import apply_file, principal_for_file
+    async def work(gw: Gateway) -> tuple[list[object], list[object]]:
+        from toolcrib.gateway.orgfile.service import apply_and_note, principal_for_file
 
         actor = await principal_for_file(gw, text, source, create_owner=True)
-        return list(await apply_file(gw, actor, text, source, prune=prune))
+        changes, waiting = await apply_and_note(gw, actor, text, source, prune=prune)
+        return list(changes), list(waiting)
 
     _print_changes(run_gateway(database, work), as_json, done=True)
 

@@ -207,7 +207,7 @@ async def _grants_revoke(gw: Gateway, caller: Principal, arguments: dict[str, An
 
 @_op("restrictions", "list", "List rules.")
 async def _restrictions_list(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
-    return [restrictions.rule_view(r) for r in await restrictions.list_restrictions(gw, caller)]
+    return [restrictions.rule_view(r, gw.catalogs) for r in await restrictions.list_restrictions(gw, caller)]
 
 
 @_op(
@@ -228,7 +228,7 @@ async def _restrictions_create(gw: Gateway, caller: Principal, arguments: dict[s
         tool=arguments.get("tool"),
         actor=caller,
     )
-    return restrictions.rule_view(rule)
+    return restrictions.rule_view(rule, gw.catalogs)
 
 
 @_op("restrictions", "delete", "Delete a rule.", "id", "id")
@@ -267,7 +267,9 @@ async def _frozen_set(gw: Gateway, caller: Principal, arguments: dict[str, Any])
         value,
         arguments.get("secret"),
     )
-    return {"frozen": f"{arguments['account']}__{arguments['tool']}.{arguments['param']}", "secret": secret}
+    account, tool, param = arguments["account"], arguments["tool"], arguments["param"]
+    status = restrictions.frozen_state(gw.catalogs, account, tool, param)  # waiting for the tool
+    return {"frozen": f"{account}__{tool}.{param}", "secret": secret, "status": status}
 
 
 @_op("frozen", "unset", "Unfreeze a param.", "account tool param", "account tool param")

@@ -19,6 +19,7 @@ from toolcrib.errors import (
     ApprovalDeclined,
     ApprovalRequired,
     ConnectionInactive,
+    FrozenUnmet,
     InBandError,
     InvalidArguments,
     NotFound,
@@ -35,6 +36,7 @@ from toolcrib.gateway.interaction import Interaction
 from toolcrib.gateway.reach import Path
 from toolcrib.gateway.results import shape_and_store
 from toolcrib.logs import traced
+from toolcrib.policy.frozen import unmet_frozen
 from toolcrib.policy.gates import (
     Principal,
     require_allowed,
@@ -119,6 +121,9 @@ async def _execute(
     require_allowed(_decide(principal, row, record.name, policy.rules, "execute"), record.public_name)
     require_scope_for(principal, risk)
     frozen = policy.frozen_for(row.name, record.name)
+    # a tool that appeared without a parameter frozen for it never runs without it
+    if frozen and (unmet := unmet_frozen(record.input_schema, frozen)):
+        raise FrozenUnmet(record.public_name, unmet)
     hidden = CallSecrets(policy.secret_params(row.name, record.name), policy.frozen_secrets(row.name))
     # 9. aliases back to provider names; 10. frozen values merged over; 11. required; 12. JSON Schema
     exact = map_arguments(record, dict(arguments or {}), frozen=frozen.keys())

@@ -77,7 +77,9 @@ async def set_limit(
     per_day: int | None = None,
 ) -> LimitRule:
     """Add a limit (replacing one with the same member, role, account and tool); it takes effect
-    within the policy cache time (R-7.6) on every replica, here at once."""
+    within the policy cache time (R-7.6) on every replica, here at once. Its account must exist;
+    its tool need not be listed yet: the limit counts its calls from the sync that brings it
+    (R-13.8)."""
     require_operation(principal, "restrictions:write", "set")
     rule = LimitRule(new_rule_id(), member, role, account, tool, per_minute, per_day)
     validate_limit(rule)
@@ -85,8 +87,6 @@ async def set_limit(
         raise NotFound(f"no member named {member!r}")
     if account is not None and account not in gw.connections:
         raise NotFound(f"no connection named {account!r}")
-    if tool is not None and account is not None and tool not in gw.catalogs.get(account, {}):
-        raise NotFound(f"connection {account!r} has no tool {tool!r}")
     if await store.count_rules(gw.db) >= MAX_RULES:
         raise ConfigError(f"at most {MAX_RULES} limits; remove one first")
     await store.insert_rule(gw.db, dataclasses.asdict(rule))

@@ -1,38 +1,78 @@
-"""Restrictions, frozen parameters and classification overrides: the admin side of policy (SPEC 7–9)."""
+"""Restrictions, frozen parameters and classification overrides: the admin side of policy (SPEC 7–9).
+
+Policy may name a tool its connection has not listed yet (R-13.8: the server is down, pending
+authorization, not started): a frozen value, a classification or a restriction naming it is
+stored and shown ``waiting for the tool``, and applies from the first sync that brings the tool.
+The connection itself must exist; a parameter that a listed tool does not declare is refused (a
+typo stays visible), and one a tool appears without holds the tool (``execute``, fail closed).
+"""
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import Any
 
 from toolcrib.auth.tokens import new_rule_id
 from toolcrib.errors import ConfigError, NotFound
 from toolcrib.gateway.core import Gateway
-from toolcrib.policy.frozen import frozen_view, is_secret
+from toolcrib.policy.frozen import ACTIVE, WAITING, frozen_status, frozen_view, is_secret, unmet_frozen
 from toolcrib.policy.gates import Principal, require_operation
 from toolcrib.policy.restrictions import explain
 from toolcrib.policy.rules import Rule, describe_rule, validate_rule
 from toolcrib.policy.scopes import RISKS
 from toolcrib.store import members as member_store
 from toolcrib.store import policy as store
+from toolcrib.store.connections import StoredTool
 
 __all__ = [
     "add_restriction",
     "classify_tool",
     "explain_restriction",
+    "frozen_state",
     "list_classifications",
     "list_frozen",
     "list_restrictions",
     "remove_restriction",
+    "restriction_status",
     "rule_view",
     "set_frozen",
+    "tool_status",
     "unclassify_tool",
     "unset_frozen",
 ]
 
 
-def rule_view(rule: Rule) -> dict[str, Any]:
-    return {**dataclasses.asdict(rule), "description": describe_rule(rule)}
+def rule_view(rule: Rule, catalogs: Catalogs | None = None) -> dict[str, Any]:
+    """A rule as every face shows it; with the ``catalogs`` (``gw.catalogs``), its ``status``:
+    whether the tool it names is listed yet (R-13.8)."""
+    view = {**dataclasses.asdict(rule), "description": describe_rule(rule)}
+    return view if catalogs is None else {**view, "status": restriction_status(catalogs, rule)}
+
+
+_GLOB = frozenset("*?[")
+Catalogs = Mapping[str, Mapping[str, StoredTool]]
+"""``gw.catalogs``: account -> tool name -> its stored tool."""
+
+
+def restriction_status(catalogs: Catalogs, rule: Rule) -> str:
+    """:data:`WAITING` for a rule naming one exact tool of an account that has not listed it."""
+    if rule.account is None or rule.tool is None or _GLOB & set(rule.tool):
+        return ACTIVE
+    return tool_status(catalogs, rule.account, rule.tool)
+
+
+def tool_status(catalogs: Catalogs, account: str, tool: str) -> str:
+    """Whether ``account`` has listed ``tool`` in ``catalogs`` (``gw.catalogs``): :data:`ACTIVE`,
+    or :data:`WAITING` for it."""
+    return ACTIVE if tool in catalogs.get(account, {}) else WAITING
+
+
+def frozen_state(catalogs: Catalogs, account: str, tool: str, param: str) -> str:
+    """What a frozen value does now (:func:`toolcrib.policy.frozen.frozen_status`), by ``catalogs``
+    (``gw.catalogs``)."""
+    stored = catalogs.get(account, {}).get(tool)
+    return frozen_status(None if stored is None else stored.record.input_schema, param)
 
 
 async def add_restriction(
@@ -89,11 +129,10 @@ async def explain_restriction(
     return explain(rules, role=role, member=user, account=account, connector=row.connector, tool=name or None)
 
 
-def _tool_of(gw: Gateway, account: str, tool: str) -> None:
+def _connection_of(gw: Gateway, account: str) -> None:
+    """The connection must exist; its tool need not be listed yet (R-13.8)."""
     if account not in gw.connections:
         raise NotFound(f"no connection named {account!r}")
-    if tool not in gw.catalogs.get(account, {}):
-        raise NotFound(f"connection {account!r} has no tool {tool!r}")
 
 
 async def set_frozen(
@@ -110,11 +149,14 @@ async def set_frozen(
     Secret (R-9.2) when ``secret`` says so, and by default when the parameter's name says
     credential (:func:`toolcrib.policy.frozen.says_credential`); ``secret=False`` keeps a value
     such as a ``sort_key`` readable. A secret value is sealed with the connection secrets' key and
-    never read back on any face."""
+    never read back on any face.
+
+    A tool the connection has not listed yet is not refused: the value is stored, waiting for the
+    tool (:func:`frozen_state`), and merged over its calls from the sync that brings it (R-13.8)."""
     require_operation(principal, "connections:write", "set")
-    _tool_of(gw, account, tool)
-    properties = gw.catalogs[account][tool].record.input_schema.get("properties") or {}
-    if param not in properties:
+    _connection_of(gw, account)
+    stored = gw.catalogs.get(account, {}).get(tool)
+    if stored is not None and unmet_frozen(stored.record.input_schema, [param]):
         raise ConfigError(f"{account}__{tool} has no parameter {param!r}")
     hidden = is_secret(param, secret)
     sealed = gw.box.seal(value) if hidden else None
@@ -132,17 +174,22 @@ async def unset_frozen(gw: Gateway, principal: Principal, account: str, tool: st
 
 async def list_frozen(gw: Gateway, principal: Principal) -> list[dict[str, Any]]:
     """Every frozen parameter, for who may change connections (``connections:write``: frozen values
-    are a connection's configuration); a secret one says it is secret and set, never its value."""
+    are a connection's configuration); a secret one says it is secret and set, never its value.
+    Each says its ``status`` (:func:`frozen_state`): active, waiting for the tool, or held."""
     require_operation(principal, "connections:write", "list")
-    return [frozen_view(row) for row in await store.list_frozen(gw.db)]
+    return [
+        {**frozen_view(row), "status": frozen_state(gw.catalogs, row["account"], row["tool"], row["param"])}
+        for row in await store.list_frozen(gw.db)
+    ]
 
 
 async def classify_tool(gw: Gateway, account: str, tool: str, risk: str, actor: Principal) -> None:
-    """An admin override of a tool's classification; ``forbidden`` hides it everywhere (R-7.4)."""
+    """An admin override of a tool's classification; ``forbidden`` hides it everywhere (R-7.4).
+    A tool not listed yet is classified from the sync that brings it (R-13.8, :func:`tool_status`)."""
     require_operation(actor, "connections:write", "update")
     if risk not in RISKS:
         raise ConfigError(f"classification must be one of {', '.join(RISKS)}")
-    _tool_of(gw, account, tool)
+    _connection_of(gw, account)
     await store.set_override(gw.db, account, tool, risk)
     await gw.reload_policy()
 

@@ -17,6 +17,7 @@ from toolcrib.gateway import learning, reach
 from toolcrib.gateway.core import Gateway, PolicySnapshot
 from toolcrib.gateway.handles import issue_handles
 from toolcrib.gateway.oauth import reauth_notices
+from toolcrib.policy.frozen import unmet_frozen
 from toolcrib.policy.gates import Principal, Visibility, require_execute, require_tools_scope, visibility
 from toolcrib.search.index import Hit
 from toolcrib.search.semantic import MAX_QUERY_CHARACTERS
@@ -33,6 +34,9 @@ def visibility_of(gw: Gateway, principal: Principal, policy: PolicySnapshot, pub
         return "hidden"
     row, stored = found
     if row.status != "active" or stored.held:  # a held tool is not searchable
+        return "hidden"
+    frozen = policy.frozen_for(row.name, stored.record.name)
+    if frozen and unmet_frozen(stored.record.input_schema, frozen):  # held for its frozen values
         return "hidden"
     risk = gw.risk_of(policy, stored)
     decision = reach.decide(

@@ -24,15 +24,20 @@ from typing import Any
 from toolcrib.policy.classify import name_words
 
 __all__ = [
+    "ACTIVE",
     "CREDENTIAL_WORDS",
+    "NO_PARAMETER",
     "SECRET_SHOWN",
+    "WAITING",
     "FrozenValues",
     "frozen_for",
+    "frozen_status",
     "frozen_view",
     "is_secret",
     "load_frozen",
     "says_credential",
     "secret_strings",
+    "unmet_frozen",
 ]
 
 CREDENTIAL_WORDS = frozenset(
@@ -67,6 +72,35 @@ CREDENTIAL_WORDS = frozenset(
 
 SECRET_SHOWN = "secret, set"
 """What every read shows in place of a secret value."""
+
+
+ACTIVE = "active"
+"""A frozen value whose tool is listed and declares the parameter: merged over every call."""
+
+WAITING = "waiting for the tool"
+"""Policy naming a tool its connection has not listed (yet): stored, enforced from the first sync
+that brings the tool (R-13.8)."""
+
+NO_PARAMETER = "held: the tool has no such parameter"
+"""A frozen value whose tool appeared without the parameter: the tool does not run (it never runs
+without a frozen value declared for it, R-13.8) until an admin unfreezes or fixes the value."""
+
+
+def unmet_frozen(input_schema: Mapping[str, Any], params: Iterable[str]) -> list[str]:
+    """The frozen ``params`` the tool's input schema does not declare (fail closed, R-13.8): a tool
+    that appeared without a parameter frozen for it would take the value as an unknown argument,
+    or drop it, and run unconstrained; it is held instead."""
+    declared = input_schema.get("properties")
+    names = declared if isinstance(declared, Mapping) else {}
+    return sorted(p for p in params if p not in names)
+
+
+def frozen_status(input_schema: Mapping[str, Any] | None, param: str) -> str:
+    """What a frozen value does now: :data:`WAITING` when its tool is not listed (``None``),
+    :data:`NO_PARAMETER` when the tool lacks the parameter, else :data:`ACTIVE`."""
+    if input_schema is None:
+        return WAITING
+    return NO_PARAMETER if unmet_frozen(input_schema, [param]) else ACTIVE
 
 
 def says_credential(param: str) -> bool:

@@ -13,9 +13,11 @@ long as a server takes to start). So:
 
 1. the whole file is checked before anything changes (:mod:`.checks`: shape, every object by the
    gateway's validators, every reference resolved, every account and member named known);
-2. connections are created and updated first; then what needs their catalogs (a frozen
-   parameter's tool and parameter, a limit's or a classification's tool) is checked, still
-   before any other object changes;
+2. connections are created and updated first; then a frozen parameter is checked against its
+   tool's schema where the connection lists the tool, still before any other object changes. A
+   tool not listed (the server is down, pending authorization) is no error: a frozen value, a
+   classification, a limit or a restriction naming it is stored, waiting for the tool, and
+   enforced from the sync that brings it (R-13.8); applying never depends on an upstream;
 3. every change made records its inverse; when any later step fails, the inverses run newest
    first (a created connection removed, an updated one put back as it was, a created member
    forgotten, a rule removed, a frozen value or a limit restored ...), and the error is raised.
@@ -39,6 +41,7 @@ from toolcrib.gateway.orgfile.checks import Desired
 from toolcrib.gateway.orgfile.loading import FileError, Problem
 from toolcrib.gateway.orgfile.planning import Change, argv_of, oauth_of
 from toolcrib.gateway.orgfile.state import LiveConnection
+from toolcrib.policy.frozen import unmet_frozen
 from toolcrib.policy.gates import Principal
 from toolcrib.store import members as member_store
 
@@ -117,27 +120,17 @@ def _account_of(change: Change) -> str:
 
 
 def _catalog_check(gw: Gateway, desired: Desired, changes: list[Change]) -> None:
-    """Tools and parameters the file names exist in their connections' catalogs (now synced)."""
+    """Each parameter the file freezes is declared by its tool, where the connection lists the tool
+    (now synced). A tool not listed (its server down, pending authorization, not started) is no
+    error: what names it is stored and waits for it (R-13.8), so applying never depends on an
+    upstream being reachable; a plan names it (``planning.notes``)."""
     problems: list[Problem] = []
-
-    def tool_known(path: tuple[str | int, ...], account: str, tool: str) -> bool:
-        if tool in gw.catalogs.get(account, {}):
-            return True
-        status = gw.connections[account].status if account in gw.connections else "absent"
-        why = "" if status == "active" else f" (the connection is {status})"
-        problems.append(desired.marks.problem((*path, "tool"), f"{account!r} has no tool {tool!r}{why}"))
-        return False
-
     for change in changes:
-        if change.action == "delete" or change.kind not in ("frozen", "limit", "classification"):
+        if change.action == "delete" or change.kind != "frozen":
             continue
         spec = change.desired
-        if change.kind == "limit" and (spec.tool is None or spec.account is None):
-            continue
-        if not tool_known(change.path, spec.account, spec.tool) or change.kind != "frozen":
-            continue
-        properties = gw.catalogs[spec.account][spec.tool].record.input_schema.get("properties") or {}
-        if spec.parameter not in properties:
+        stored = gw.catalogs.get(spec.account, {}).get(spec.tool)
+        if stored is not None and unmet_frozen(stored.record.input_schema, [spec.parameter]):
             problems.append(
                 desired.marks.problem(
                     (*change.path, "parameter"),

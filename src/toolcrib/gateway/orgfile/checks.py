@@ -10,8 +10,9 @@ Three passes, every problem collected with its line and column (:class:`FileErro
    member);
 3. secret references resolved (:mod:`.refs`): a missing one is an error naming it.
 
-What needs a connection's catalog (a frozen parameter's tool, a limit's tool) is checked by
-``apply`` once the file's connections are synced, before any other object changes.
+A tool a connection has not listed is no error here nor at ``apply`` (R-13.8: policy may name what
+is not there yet; the object waits for the tool); a frozen parameter a listed tool does not declare
+is refused by ``apply`` once the file's connections are synced, before any other object changes.
 """
 
 from __future__ import annotations

@@ -8,6 +8,12 @@ rule is the old one deleted and the new one created). Deletions are planned only
 
 A secret (a connection's env or header value, an OAuth client secret, a secret frozen value) is
 compared by its value inside the gateway and shown as ``(changed)``, never by its value.
+
+Policy the file writes for a tool its connection has not listed (its server is down, pending
+authorization, not started) is no change and no error: it is stored and waits for the tool
+(R-13.8). :func:`notes` names each such object (``waiting for the tool``), and each frozen value
+whose tool is listed without its parameter (``held``: the tool does not run), so a plan shows them
+and still exits 0 when nothing else differs.
 """
 
 from __future__ import annotations
@@ -22,8 +28,9 @@ from toolcrib.gateway.orgfile.loading import Path
 from toolcrib.gateway.orgfile.models import ConnectionSpec
 from toolcrib.gateway.orgfile.state import Current, LiveConnection, approval_key, limit_key, rule_key
 from toolcrib.gateway.url_secrets import public_url
+from toolcrib.policy.frozen import ACTIVE, WAITING, frozen_status
 
-__all__ = ["Change", "plan"]
+__all__ = ["Change", "Note", "notes", "plan"]
 
 CHANGED = "(changed)"
 
@@ -49,6 +56,57 @@ class Change:
 
     def view(self) -> dict[str, Any]:
         return {"kind": self.kind, "action": self.action, "name": self.name, "details": list(self.details)}
+
+
+@dataclass(frozen=True, slots=True)
+class Note:
+    """An object of the file that waits for its tool, or holds it (R-13.8): not a change."""
+
+    kind: str
+    name: str
+    status: str
+
+    def line(self) -> str:
+        return f"  {self.kind} {self.name}: {self.status}"
+
+    def view(self) -> dict[str, str]:
+        return {"kind": self.kind, "name": self.name, "status": self.status}
+
+
+def notes(desired: Desired, now: Current) -> list[Note]:
+    """Each object of the file naming a tool not listed now, or a parameter its tool lacks."""
+    org = desired.org
+
+    def waiting(account: str | None, tool: str | None) -> bool:
+        exact = tool is not None and not set("*?[") & set(tool)
+        return account is not None and exact and (account, tool) not in now.tools
+
+    found = [
+        Note("frozen", f"{f.account}__{f.tool}.{f.parameter}", status)
+        for f in org.frozen
+        if (status := frozen_status(now.tools.get((f.account, f.tool)), f.parameter)) != ACTIVE
+    ]
+    found += [
+        Note("restriction", _rule_name(_file_rule_key(r)), WAITING)
+        for r in org.restrictions
+        if waiting(r.account, r.tool)
+    ]
+    found += [
+        Note("limit", _limit_name(limit_key(x.member, x.role, x.account, x.tool)), WAITING)
+        for x in org.limits
+        if waiting(x.account, x.tool)
+    ]
+    found += [
+        Note("classification", f"{c.account}__{c.tool}", WAITING)
+        for c in org.classifications
+        if waiting(c.account, c.tool)
+    ]
+    return found
+
+
+def _file_rule_key(r: Any) -> tuple[str | None, ...]:
+    kind, target = ("role", r.role) if r.role is not None else ("user", r.user)
+    return rule_key(r.effect, kind, str(target), r.connector, r.account, r.tool)
 
 
 def plan(
@@ -118,8 +176,7 @@ def _restrictions(desired: Desired, now: Current) -> _Section:
     wanted = set()
     made = []
     for i, r in enumerate(desired.org.restrictions):
-        kind, target = ("role", r.role) if r.role is not None else ("user", r.user)
-        key = rule_key(r.effect, kind, str(target), r.connector, r.account, r.tool)
+        key = _file_rule_key(r)
         wanted.add(key)
         if key not in stored:
             made.append(Change("restriction", "create", _rule_name(key), (), ("restrictions", i), r))

@@ -14,13 +14,13 @@ from toolcrib.gateway.members import init_owner, operator_principal
 from toolcrib.gateway.orgfile.applying import apply_changes, precheck
 from toolcrib.gateway.orgfile.checks import Desired, Known, check_file
 from toolcrib.gateway.orgfile.exporting import export_text
-from toolcrib.gateway.orgfile.planning import Change, plan
+from toolcrib.gateway.orgfile.planning import Change, Note, notes, plan
 from toolcrib.gateway.orgfile.state import read_current
 from toolcrib.policy.gates import Operator, Principal
 from toolcrib.policy.scopes import SCOPES
 from toolcrib.store import members as member_store
 
-__all__ = ["apply_file", "export_org", "plan_file", "principal_for_file"]
+__all__ = ["apply_and_note", "apply_file", "export_org", "plan_file", "principal_for_file", "waiting_notes"]
 
 
 async def principal_for_file(gw: Gateway, text: str, source: str, *, create_owner: bool) -> Principal:
@@ -78,9 +78,27 @@ async def apply_file(
     environ: Mapping[str, str] | None = None,
 ) -> list[Change]:
     """Apply the file, all or nothing; the changes made."""
+    return (await apply_and_note(gw, actor, text, source, prune=prune, environ=environ))[0]
+
+
+async def apply_and_note(
+    gw: Gateway,
+    actor: Principal,
+    text: str,
+    source: str,
+    *,
+    prune: bool = False,
+    environ: Mapping[str, str] | None = None,
+) -> tuple[list[Change], list[Note]]:
+    """Apply the file; the changes made, and what of it waits for a tool not listed (R-13.8)."""
     desired, changes = await plan_file(gw, actor, text, source, prune=prune, environ=environ)
     await apply_changes(gw, actor, desired, changes)
-    return changes
+    return changes, await waiting_notes(gw, actor, desired)
+
+
+async def waiting_notes(gw: Gateway, actor: Principal, desired: Desired) -> list[Note]:
+    """What of the file waits for a tool its connection has not listed, or holds it (R-13.8)."""
+    return notes(desired, await read_current(gw, actor))
 
 
 async def export_org(gw: Gateway, actor: Principal) -> str:

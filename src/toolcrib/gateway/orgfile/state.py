@@ -8,6 +8,7 @@ or returns them to a face.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,6 +49,9 @@ class Current:
     classifications: dict[tuple[str, str], str] = field(default_factory=dict)
     removed_members: frozenset[str] = frozenset()
     """Names of removed members: a removed member's name is not given to a new member."""
+    tools: dict[tuple[str, str], Mapping[str, Any]] = field(default_factory=dict)
+    """``(account, tool) -> input schema`` of every tool listed now: policy naming any other tool
+    waits for it (R-13.8)."""
 
 
 def rule_key(
@@ -91,4 +95,10 @@ async def read_current(gw: Gateway, actor: Principal) -> Current:
     now.approvals = await approvals.list_approval_rules(gw, actor)
     now.limits = await limits.list_limits(gw, actor)
     now.classifications = await restrictions.list_classifications(gw, actor)
+    now.tools = {
+        (account, name): stored.record.input_schema
+        for account, catalog in gw.catalogs.items()
+        if account in now.connections
+        for name, stored in catalog.items()
+    }
     return now
