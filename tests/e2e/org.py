@@ -75,7 +75,7 @@ async def organization(
 ) -> AsyncIterator[Org]:
     """Owner, one HTTP connection ``desk`` to the fixture server; policy re-read on every call
     unless ``policy_cache_seconds`` is given."""
-    settings = settings_for(tmp_path, **{"policy_cache_seconds": 0, "connect_timeout_seconds": 5, **values})
+    settings = settings_for(tmp_path, **{"policy_cache_seconds": 0, "connect_timeout_seconds": 20, **values})
     async with open_gateway(settings, clock) as gw:
         owner = await owner_token(gw)
         row = await add_connection(gw, "desk", connector="Helpdesk", url=upstream.url, actor=OPERATOR)
