@@ -94,11 +94,16 @@ def main() -> None:
 
 
 def _measure(commands: dict[str, list[str]], runs: int) -> dict[str, dict[str, float]]:
-    rows = {}
-    for name, argv in commands.items():
-        times = wall_times(argv, runs)
-        rows[name] = {"median_s": round(statistics.median(times), 4), "min_s": round(min(times), 4)}
-    return rows
+    """Each command once per round, ``runs`` rounds: a change of the machine's load falls on
+    every command alike, not on whichever ran while it lasted."""
+    times: dict[str, list[float]] = {name: [] for name in commands}
+    for _ in range(runs):
+        for name, argv in commands.items():
+            times[name] += wall_times(argv, 1)
+    return {
+        name: {"median_s": round(statistics.median(t), 4), "min_s": round(min(t), 4)}
+        for name, t in times.items()
+    }
 
 
 def _report(rows: dict[str, dict[str, float]], runs: int) -> None:

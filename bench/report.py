@@ -255,10 +255,11 @@ def cli(data: dict[str, Any]) -> str:
         if "ratio_to_baseline" in figures:
             ratio = figures["ratio_to_baseline"]
             verdict = "within" if ratio <= data["target_ratio"] else "over"
-            lines.append(
+            lines += [
+                "",
                 f"`{command}` takes **{ratio:.2f}×** the baseline ({verdict} the target of "
-                f"{data['target_ratio']}×) and {figures['ratio_to_floor']:.2f}× the SQLite floor."
-            )
+                f"{data['target_ratio']}×) and {figures['ratio_to_floor']:.2f}× the SQLite floor.",
+            ]
     return "\n".join(lines)
 
 
