@@ -233,18 +233,33 @@ def replicas(data: dict[str, Any]) -> str:
 
 
 def cli(data: dict[str, Any]) -> str:
-    """bench/cli.py: each command's median wall time as a real process, against ``python -c pass``."""
+    """bench/cli.py: each command's median wall time as a real process, against ``python -c pass``;
+    the one-shot command against its baseline, the database layer's imports alone (#33)."""
     lines = [
         f"Median of {data['runs']} runs of each, load average {data['load_average']:.1f}:",
         "",
         "| command | median | × `python -c pass` |",
         "|---|---|---|",
     ]
+    baseline, floor = data.get("baseline"), data.get("floor")
     for command, figures in data["commands"].items():
-        if command != "python -c pass":
-            lines.append(f"| `{command}` | {figures['median_s']:.2f} s | {figures['ratio_to_python']:.0f} |")
+        if command == "python -c pass":
+            continue
+        shown = f"`{command}`" if command != floor else command
+        if command == baseline:
+            shown = f'baseline: `python -c "{command}"`'
+        lines.append(f"| {shown} | {figures['median_s']:.2f} s | {figures['ratio_to_python']:.0f} |")
     base = data["commands"]["python -c pass"]["median_s"] * 1000
     lines += ["", f"`python -c pass` itself: {base:.1f} ms."]
+    for command, figures in data["commands"].items():
+        if "ratio_to_baseline" in figures:
+            ratio = figures["ratio_to_baseline"]
+            verdict = "within" if ratio <= data["target_ratio"] else "over"
+            lines += [
+                "",
+                f"`{command}` takes **{ratio:.2f}×** the baseline ({verdict} the target of "
+                f"{data['target_ratio']}×) and {figures['ratio_to_floor']:.2f}× the SQLite floor.",
+            ]
     return "\n".join(lines)
 
 

@@ -343,8 +343,11 @@ def test_r13_5_the_url_check_answers_allowed_refused_or_a_clear_error_for_any_te
         assert len(outcome.message) < 400
 
 
-def test_r13_5_the_address_module_is_a_leaf_every_layer_may_import() -> None:
-    path = Path(__file__).resolve().parents[1] / "src" / "toolcrib" / "addresses.py"
+@pytest.mark.parametrize("module", ["addresses", "guarded_http"])
+def test_r13_5_the_address_module_is_a_leaf_every_layer_may_import(module: str) -> None:
+    """``addresses`` and its guarded transport (``guarded_http``, apart so that the policy loads
+    without httpx2, #33) import nothing of toolcrib but the errors and each other's one way."""
+    path = Path(__file__).resolve().parents[1] / "src" / "toolcrib" / f"{module}.py"
     imported: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom) and node.module:
@@ -352,11 +355,17 @@ def test_r13_5_the_address_module_is_a_leaf_every_layer_may_import() -> None:
         elif isinstance(node, ast.Import):
             imported.update(alias.name for alias in node.names)
     ours = {m for m in imported if m.startswith("toolcrib")}
-    assert ours == {"toolcrib.errors"}
+    assert (
+        ours
+        == {"addresses": {"toolcrib.errors", "toolcrib.guarded_http"}, "guarded_http": {"toolcrib.errors"}}[
+            module
+        ]
+    )
     assert {m.split(".")[0] for m in imported} - {"toolcrib", "__future__"} <= {
         "anyio",
         "httpcore2",
         "httpx2",
+        "importlib",
         "ipaddress",
         "socket",
         "ssl",

@@ -8,13 +8,15 @@ from typing import Literal
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-__all__ = ["Settings", "async_database_url"]
+__all__ = ["Settings", "async_database_url", "field_docs"]
 
 
 class Settings(BaseSettings):
     """Every knob of the gateway. Each field is documented; a test fails when one is not."""
 
-    model_config = SettingsConfigDict(env_prefix="TOOLCRIB_", extra="ignore", use_attribute_docstrings=True)
+    # The docstrings below are read by ``field_docs``, not by pydantic's ``use_attribute_docstrings``:
+    # that parsed this module's source at every import, ~0.1 s of every command (#33).
+    model_config = SettingsConfigDict(env_prefix="TOOLCRIB_", extra="ignore")
 
     database_url: str = "sqlite:///toolcrib.db"
     """Where everything is remembered: ``sqlite:///path/to/file.db`` (default, embedded) or
@@ -304,6 +306,28 @@ class Settings(BaseSettings):
         if self.database_url.startswith("sqlite:///"):
             return Path(self.database_url.removeprefix("sqlite:///"))
         return None
+
+
+def field_docs() -> dict[str, str]:
+    """Each setting's docstring, as written under it in :class:`Settings` (what pydantic's
+    ``use_attribute_docstrings`` would read): the configuration reference is made of them."""
+    import ast
+    import inspect
+    import itertools
+
+    tree = ast.parse(Path(__file__).read_text(encoding="utf-8"))
+    body = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == Settings.__name__).body
+    docs = {}
+    for field, doc in itertools.pairwise(body):
+        if (
+            isinstance(field, ast.AnnAssign)
+            and isinstance(field.target, ast.Name)
+            and isinstance(doc, ast.Expr)
+            and isinstance(doc.value, ast.Constant)
+            and isinstance(doc.value.value, str)
+        ):
+            docs[field.target.id] = inspect.cleandoc(doc.value.value)
+    return docs
 
 
 def async_database_url(url: str) -> str:

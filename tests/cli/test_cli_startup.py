@@ -1,6 +1,10 @@
 """A one-shot command that reaches no upstream does not load the MCP SDK (about a second of every
 such command was its import): the supervisor it runs imports the SDK at its first session or
-OAuth flow. The commands run for real, on a real SQLite file, in a process of their own."""
+OAuth flow. Nor does it load what only serving, searching or fetching uses (#33): numpy and the
+model's runtime (the search index builds at its first catalog), the web stack and the console's
+templates, authlib, httpx2 (the guarded transport loads with its first client), jsonschema (a
+sync validates), Alembic (a database at the newest schema is not migrated). The commands run for
+real, on a real SQLite file, in a process of their own."""
 
 from __future__ import annotations
 
@@ -12,8 +16,22 @@ import pytest
 from tests.conftest import ROOT, cli, env_for
 
 SDK = ("mcp", "mcp_types")
+HEAVY = (
+    *SDK,
+    "numpy",
+    "onnxruntime",
+    "starlette",
+    "uvicorn",
+    "jinja2",
+    "authlib",
+    "alembic",
+    "httpx2",
+    "jsonschema",
+    "rich",
+)
+"""Packages a one-shot command that reaches no upstream never loads (rich: only to print a table)."""
 
-PROBE = """
+PROBE = f"""
 import json, sys
 sys.argv = ["toolcrib", *sys.argv[1:]]
 from toolcrib.cli.main import app
@@ -23,8 +41,8 @@ except SystemExit as exit:
     code = exit.code
 else:
     code = 0
-loaded = sorted({name.split(".")[0] for name in sys.modules} & {"mcp", "mcp_types"})
-print(json.dumps({"exit": code, "loaded": loaded}), file=sys.stderr)
+loaded = sorted({{name.split(".")[0] for name in sys.modules}} & {set(HEAVY)!r})
+print(json.dumps({{"exit": code, "loaded": loaded}}), file=sys.stderr)
 """
 
 
@@ -36,7 +54,7 @@ def db_url(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 
 def probed(db_url: str, command: list[str]) -> tuple[dict[str, object], subprocess.CompletedProcess[str]]:
-    """``toolcrib COMMAND`` run in a process of its own; its exit and the SDK packages it loaded."""
+    """``toolcrib COMMAND`` run in a process of its own; its exit and the ``HEAVY`` packages it loaded."""
     done = subprocess.run(
         [sys.executable, "-c", PROBE, *command, "--database", db_url],
         cwd=ROOT,
@@ -60,9 +78,16 @@ def probed(db_url: str, command: list[str]) -> tuple[dict[str, object], subproce
     ids=" ".join,
 )
 def test_a_command_that_reaches_no_upstream_loads_no_mcp_sdk(db_url: str, command: list[str]) -> None:
+    """Nor anything else of ``HEAVY`` but rich, which prints its table."""
     report, done = probed(db_url, command)
-    assert report == {"exit": 0, "loaded": []}, done.stderr[-2000:]
+    assert report == {"exit": 0, "loaded": ["rich"]}, done.stderr[-2000:]
     assert done.stdout.strip()  # the command answered (a table, even an empty one)
+
+
+def test_a_command_that_prints_json_loads_none_of_the_heavy_packages(db_url: str) -> None:
+    report, done = probed(db_url, ["connections", "list", "--json"])
+    assert report == {"exit": 0, "loaded": []}, done.stderr[-2000:]
+    assert isinstance(json.loads(done.stdout), list)
 
 
 def test_the_probe_sees_the_sdk_when_a_command_loads_it(db_url: str) -> None:
@@ -71,4 +96,5 @@ def test_the_probe_sees_the_sdk_when_a_command_loads_it(db_url: str) -> None:
     fixture = [sys.executable, "-m", "tests.fixtures.fixture_server"]
     command = ["connections", "add", "desk", "--connector", "Helpdesk", "--command", " ".join(fixture)]
     report, done = probed(db_url, command)
-    assert report == {"exit": 0, "loaded": list(SDK)}, done.stderr[-2000:]
+    assert report["exit"] == 0, done.stderr[-2000:]
+    assert [name for name in report["loaded"] if name in SDK] == list(SDK), done.stderr[-2000:]

@@ -8,7 +8,6 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.markup import escape
 
 from toolcrib.cli.common import (
     DatabaseOption,
@@ -16,6 +15,7 @@ from toolcrib.cli.common import (
     console,
     emit,
     err_console,
+    escape,
     fail,
     run_as_operator,
 )

@@ -7,12 +7,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from toolcrib.cli.common import DatabaseOption
 
 if TYPE_CHECKING:  # the search engine and the evaluation are imported by the command that runs them (#13)
+    from rich.table import Table
+
     from toolcrib.eval.metrics import Ranking
 
 __all__ = ["eval_app"]
@@ -34,6 +34,8 @@ def _write_rankings(path: Path, rankings: list[Ranking]) -> None:
 
 
 def _table(figures: dict[str, float | int | None], title: str) -> Table:
+    from rich.table import Table  # rich with the command's own table (#33)
+
     table = Table(title=title)
     table.add_column("metric")
     table.add_column("value", justify="right")
@@ -82,4 +84,6 @@ def search(
         typer.echo(json.dumps(figures))
     else:
         mode = "lexical + meaning" if index.semantic else "lexical"
+        from rich.console import Console
+
         Console().print(_table(figures, f"{queries.name} ({mode})"))

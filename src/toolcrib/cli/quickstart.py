@@ -11,9 +11,8 @@ import tempfile
 from pathlib import Path
 
 import anyio
-from rich.markup import escape
 
-from toolcrib.cli.common import console
+from toolcrib.cli.common import console, escape
 from toolcrib.errors import ConfigError
 from toolcrib.gateway import connections, members
 from toolcrib.gateway.process import open_gateway

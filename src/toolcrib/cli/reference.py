@@ -82,20 +82,21 @@ def _bounds(field: FieldInfo) -> str:
     return f" (allowed: {', '.join(found)})" if found else ""
 
 
-def _meaning(field: FieldInfo) -> str:
+def _meaning(doc: str) -> str:
     """The docstring as one Markdown table cell: reST literals to Markdown, one line, pipes escaped."""
-    text = " ".join((field.description or "").split())
+    text = " ".join(doc.split())
     text = re.sub(r"``(.+?)``", r"`\1`", text)
     return text.replace("|", "\\|")
 
 
 def configuration_reference() -> str:
     """docs/configuration.md: the introduction and one row per setting, in the model's order."""
-    from toolcrib.settings import Settings
+    from toolcrib.settings import Settings, field_docs
 
+    docs = field_docs()
     rows = [
         f"| `TOOLCRIB_{name.upper()}` | {_type(field.annotation)} | {_default(field)} "
-        f"| {_meaning(field)}{_bounds(field)} |"
+        f"| {_meaning(docs.get(name, ''))}{_bounds(field)} |"
         for name, field in Settings.model_fields.items()
     ]
     return INTRO + "\n".join(rows) + "\n"

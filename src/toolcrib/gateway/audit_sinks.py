@@ -25,9 +25,8 @@ from urllib.parse import unquote
 
 import anyio
 import anyio.abc
-import httpx2
 
-from toolcrib.addresses import AddressPolicy, guarded_client
+from toolcrib.addresses import AddressPolicy
 from toolcrib.settings import Settings
 
 __all__ = ["Sink", "SinkFailed", "sinks_for"]
@@ -63,9 +62,13 @@ class WebhookSink:
     def __init__(self, url: str, secret: str | None, addresses: AddressPolicy, timeout: float) -> None:
         self._url = url
         self._secret = secret
+        from toolcrib.addresses import guarded_client  # httpx2: only when a webhook is configured (#33)
+
         self._client = guarded_client(addresses, timeout=timeout, follow_redirects=False)
 
     async def send(self, events: list[dict[str, Any]]) -> None:
+        import httpx2  # loaded with the client, in __init__
+
         body = json.dumps(events, separators=(",", ":"), sort_keys=True).encode()
         headers = {"Content-Type": "application/json"}
         if self._secret:
@@ -154,9 +157,13 @@ class OtlpLogsSink:
         self._encode = audit_otlp.encode
         self._url = _otlp_endpoint()
         headers = {"Content-Type": "application/x-protobuf", **_otlp_headers()}
+        import httpx2  # only when this sink is on (#33)
+
         self._client = httpx2.AsyncClient(timeout=timeout, headers=headers, trust_env=False)
 
     async def send(self, events: list[dict[str, Any]]) -> None:
+        import httpx2  # loaded with the client, in __init__
+
         body = await anyio.to_thread.run_sync(self._encode, events)
         try:
             answer = await self._client.post(self._url, content=body)

@@ -16,7 +16,6 @@ import copy
 from collections.abc import Collection, Iterable
 from typing import Any
 
-from toolcrib.catalog.cards import build_card
 from toolcrib.catalog.records import ExactRecord
 
 __all__ = ["CardCache", "CardKey"]
@@ -42,6 +41,10 @@ class CardCache:
 
     def build(self, wanted: Iterable[tuple[ExactRecord, str, Collection[str]]]) -> None:
         """Build and keep the cards not cached yet. CPU work: run it in a worker thread."""
+        from toolcrib.catalog.cards import (
+            build_card,
+        )  # with the first cards: a one-shot command builds none (#33)
+
         for record, risk, frozen in wanted:
             key = (risk, frozenset(frozen))
             held = self._cards.get(record.public_name)

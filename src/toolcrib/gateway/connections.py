@@ -10,8 +10,6 @@ from typing import Any
 import anyio
 
 from toolcrib.catalog import pins
-from toolcrib.catalog.cards import build_card
-from toolcrib.catalog.normalize import normalize_catalog
 from toolcrib.errors import (
     AddressRefused,
     CatalogRefused,
@@ -300,6 +298,11 @@ async def sync_connection(gw: Gateway, name: str) -> ConnectionRow:
 
 
 async def _sync(gw: Gateway, name: str) -> ConnectionRow:
+    # Imported by the syncs only: jsonschema and the card's sanitizer are no part of a one-shot
+    # command that reads connections (#33).
+    from toolcrib.catalog.cards import build_card
+    from toolcrib.catalog.normalize import normalize_catalog
+
     row = await store.get_connection(gw.db, name)
     if row is None:
         raise NotFound(f"no connection named {name!r}")

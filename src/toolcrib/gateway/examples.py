@@ -14,23 +14,23 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Collection, Iterable
+from typing import TYPE_CHECKING
 
 import anyio
-import numpy as np
 
-from toolcrib.gateway.meaning import LiveIndex
-from toolcrib.search.semantic import DIMENSIONS
-from toolcrib.search.usage import PastSearch
 from toolcrib.store import learning as store
 from toolcrib.store.database import Database
 from toolcrib.store.learning import Example
 from toolcrib.store.notify import noted_tool
 
+if TYPE_CHECKING:  # numpy and the search modules load with the first examples (a one-shot command, #33)
+    from toolcrib.gateway.meaning import LiveIndex
+    from toolcrib.search.usage import PastSearch
+
 __all__ = ["LearnedExamples"]
 
 logger = logging.getLogger(__name__)
 
-_VECTOR_BYTES = DIMENSIONS * 4
 Signature = tuple[int, int, float]
 
 
@@ -121,10 +121,15 @@ class LearnedExamples:
 
 def _past(rows: list[Example]) -> list[PastSearch]:
     """The rows as the usage channel reads them (a vector of another length is passed over)."""
+    import numpy as np
+
+    from toolcrib.search.semantic import DIMENSIONS
+    from toolcrib.search.usage import PastSearch
+
     return [
         PastSearch(np.frombuffer(r.vector, dtype="<f4").copy(), r.member, r.created_at)
         for r in rows
-        if len(r.vector) == _VECTOR_BYTES
+        if len(r.vector) == DIMENSIONS * 4
     ]
 
 

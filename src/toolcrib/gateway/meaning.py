@@ -25,26 +25,25 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import anyio
-import numpy as np
 
 from toolcrib import tracing
-from toolcrib.search.documents import SearchDoc
-from toolcrib.search.index import SearchIndex, SearchResult
-from toolcrib.search.semantic import DIMENSIONS, Encoder, Matrix, doc_text, load_encoder
-from toolcrib.search.usage import PastSearch
-from toolcrib.search.vectors import MODEL_ID
-from toolcrib.store import vectors as vector_store
-from toolcrib.store.database import Database
+
+if TYPE_CHECKING:  # numpy and the search index load at their first use (a one-shot command, #33)
+    from toolcrib.search.documents import SearchDoc
+    from toolcrib.search.index import SearchIndex, SearchResult
+    from toolcrib.search.semantic import Encoder, Matrix
+    from toolcrib.search.usage import PastSearch
+    from toolcrib.store.database import Database
 
 __all__ = ["ENCODER_THREADS", "LiveIndex", "Meaning", "Visibility", "load_meaning"]
 
 logger = logging.getLogger(__name__)
 
 Visibility = Callable[[str], bool]
-Loader = Callable[[], tuple[Encoder | None, str | None]]
-_VECTOR_BYTES = DIMENSIONS * 4
+Loader = Callable[[], "tuple[Encoder | None, str | None]"]
 ENCODER_THREADS = 4
 """At most this many threads encode a catalog (one per core the process may run on, up to this)."""
 _BACKGROUND_NICE = 19
@@ -68,10 +67,15 @@ class Meaning:
         return self.encoder is not None and bool(getattr(self.encoder, "loaded", True))
 
 
-async def load_meaning(enabled: bool, loader: Loader = load_encoder) -> Meaning:
-    """Load the encoder in a worker thread (reading and checking 23 MB is not the loop's work)."""
+async def load_meaning(enabled: bool, loader: Loader | None = None) -> Meaning:
+    """Load the encoder in a worker thread (reading and checking 23 MB is not the loop's work);
+    ``loader`` replaces the packaged model's."""
     if not enabled:
         return Meaning(None, "turned off by the setting TOOLCRIB_SEMANTIC")
+    if loader is None:
+        from toolcrib.search.semantic import load_encoder
+
+        loader = load_encoder
     try:
         encoder, reason = await anyio.to_thread.run_sync(loader)
     except Exception:  # any failure to load leaves search on words (R-5.8), never a dead gateway
@@ -84,7 +88,8 @@ class LiveIndex:
     """A ``SearchIndex`` used only from worker threads, under one lock."""
 
     def __init__(self, meaning: Meaning, *, encoder_threads: int | None = None) -> None:
-        self._index = SearchIndex(encoder=meaning.encoder)
+        self._built: SearchIndex | None = None
+        self._build_lock = threading.Lock()
         self._encoder = meaning.encoder
         self._lock = threading.Lock()
         self._threads = max(1, encoder_threads or min(ENCODER_THREADS, _usable_cores()))
@@ -92,6 +97,17 @@ class LiveIndex:
         self._pool_lock = threading.Lock()
         self.encoded = 0
         """Tool texts encoded by this process (not found in the vector cache)."""
+
+    @property
+    def _index(self) -> SearchIndex:
+        """The index, built at its first use: a one-shot command that installs no catalog never
+        imports it, nor numpy (#33)."""
+        with self._build_lock:
+            if self._built is None:
+                from toolcrib.search.index import SearchIndex
+
+                self._built = SearchIndex(encoder=self._encoder)
+            return self._built
 
     def close(self) -> None:
         """Let the catalog encoder's threads go: a chunk being encoded is finished, the chunks not
@@ -103,10 +119,10 @@ class LiveIndex:
 
     @property
     def semantic(self) -> bool:
-        return self._index.semantic
+        return self._encoder is not None  # what the index's own ``semantic`` says
 
     def __len__(self) -> int:
-        return len(self._index)
+        return 0 if self._built is None else len(self._built)
 
     async def search(
         self, query: str, *, limit: int, visible: Visibility, withheld: Visibility
@@ -155,7 +171,7 @@ class LiveIndex:
 
     @property
     def examples(self) -> int:
-        return self._index.examples
+        return 0 if self._built is None else self._built.examples
 
     async def replace(self, account: str, docs: Sequence[SearchDoc], vectors: Matrix | None) -> None:
         def run() -> None:
@@ -175,9 +191,13 @@ class LiveIndex:
         """The unit vectors of ``docs``: cached ones from the store, the rest encoded and cached."""
         if not self.semantic or not docs:
             return None
+        from toolcrib.search.semantic import DIMENSIONS
+        from toolcrib.search.vectors import MODEL_ID
+        from toolcrib.store import vectors as vector_store
+
         texts, keys = await anyio.to_thread.run_sync(_texts_and_keys, docs)
         loaded = await vector_store.load_vectors(db, MODEL_ID, keys)
-        cached = {key: blob for key, blob in loaded.items() if len(blob) == _VECTOR_BYTES}
+        cached = {key: blob for key, blob in loaded.items() if len(blob) == DIMENSIONS * 4}
         missing = {key: text for key, text in zip(keys, texts, strict=True) if key not in cached}
         if missing:
             encoded = await anyio.to_thread.run_sync(self._encode_catalog, list(missing.values()))
@@ -191,6 +211,10 @@ class LiveIndex:
         """``texts`` encoded by the background threads, in chunks of ``_CHUNK``, the longest first
         (worker-thread work: this thread only waits for them). Small chunks keep the threads
         evenly busy, and a closing gateway waits for one chunk at most, not a catalog."""
+        import numpy as np
+
+        from toolcrib.search.semantic import DIMENSIONS
+
         load = getattr(self._encoder, "load", None)
         if load is not None:  # here, at this thread's priority: a search waits for the model too
             load()
@@ -230,11 +254,17 @@ def _lower_priority() -> None:
 
 
 def _texts_and_keys(docs: Sequence[SearchDoc]) -> tuple[list[str], list[str]]:
+    from toolcrib.search.semantic import doc_text
+
     texts = [doc_text(doc) for doc in docs]
     return texts, [hashlib.sha256(text.encode()).hexdigest() for text in texts]
 
 
 def _matrix(keys: list[str], blobs: dict[str, bytes]) -> Matrix:
+    import numpy as np
+
+    from toolcrib.search.semantic import DIMENSIONS
+
     out = np.empty((len(keys), DIMENSIONS), dtype=np.float32)
     for row, key in enumerate(keys):
         out[row] = np.frombuffer(blobs[key], dtype="<f4")

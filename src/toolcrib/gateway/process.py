@@ -19,9 +19,7 @@ from toolcrib.addresses import AddressPolicy
 from toolcrib.gateway import follower, housekeeping, upstream_events
 from toolcrib.gateway.catalogs import sync_from_store
 from toolcrib.gateway.core import Gateway, key_file
-from toolcrib.gateway.meaning import load_meaning
-from toolcrib.search.semantic import Encoder
-from toolcrib.search.semantic import load_encoder as packaged_encoder
+from toolcrib.gateway.meaning import Loader, load_meaning
 from toolcrib.settings import Settings
 from toolcrib.store import instances as instance_store
 from toolcrib.store import keys as key_store
@@ -39,14 +37,15 @@ async def open_gateway(
     settings: Settings,
     *,
     clock: Callable[[], float] = time.time,
-    load_encoder: Callable[[], tuple[Encoder | None, str | None]] = packaged_encoder,
+    load_encoder: Loader | None = None,
     follow_changes: bool = True,
     addresses: AddressPolicy | None = None,
 ) -> AsyncIterator[Gateway]:
     """Open the database (migrating it), load catalogs, and run upstream sessions until exit.
 
     The encoder of the meaning channel is loaded in a worker thread (``load_encoder`` replaces
-    the packaged one's loader); when it cannot load, search runs on words (R-5.8).
+    the packaged one's loader, which is imported only when meaning is on); when it cannot load,
+    search runs on words (R-5.8).
     ``follow_changes`` false: no follower of other processes' changes (a one-shot command has
     nothing to reload, and one cut off at exit mid-query made psycopg warn on stderr).
     ``addresses`` replaces the address policy the settings give (a test's own resolver).

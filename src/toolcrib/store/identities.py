@@ -12,8 +12,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import func, or_, select, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from toolcrib.store.database import Database
 from toolcrib.store.tables import members
@@ -69,7 +67,7 @@ async def insert_identity(
     db: Database, *, name: str, role: str, email: str, subject: str, issuer: str, now: float
 ) -> bool:
     """Create the member; False when another sign-in (another replica) created it first."""
-    insert = sqlite_insert if db.is_sqlite else pg_insert
+    insert = db.dialect_insert
     values = {
         "name": name,
         "role": role,

@@ -13,8 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sqlalchemy import delete, select, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from toolcrib.store.database import Database
 from toolcrib.store.tables import idp_vouches
@@ -59,7 +57,7 @@ async def put_sign_in(
             found = (await conn.execute(select(idp_vouches).where(idp_vouches.c.member == member))).first()
             if found is not None and (found.issuer, found.subject) == (issuer, subject):
                 values["refresh_sealed"] = found.refresh_sealed
-        stmt = (sqlite_insert if db.is_sqlite else pg_insert)(idp_vouches).values(**values)
+        stmt = db.dialect_insert(idp_vouches).values(**values)
         changed = {k: v for k, v in values.items() if k != "member"}
         await conn.execute(stmt.on_conflict_do_update(index_elements=[idp_vouches.c.member], set_=changed))
 

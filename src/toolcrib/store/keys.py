@@ -12,8 +12,6 @@ import hashlib
 import hmac
 
 from sqlalchemy import select
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from toolcrib.errors import ConfigError
 from toolcrib.store.database import Database
@@ -35,7 +33,7 @@ def fingerprint(key: bytes) -> str:
 async def check_key(db: Database, key: bytes) -> None:
     """Record ``key``'s fingerprint if the database has none; refuse a key that does not match."""
     mine = fingerprint(key)
-    insert = sqlite_insert if db.is_sqlite else pg_insert
+    insert = db.dialect_insert
     async with db.begin() as conn:
         await conn.execute(insert(facts).values(name=_FACT, value=mine).on_conflict_do_nothing())
         recorded = (await conn.execute(select(facts.c.value).where(facts.c.name == _FACT))).scalar_one()

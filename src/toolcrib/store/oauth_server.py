@@ -19,8 +19,6 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlalchemy import and_, delete, exists, func, insert, select, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from toolcrib.store import outbox
@@ -239,7 +237,7 @@ async def put_client(
         "fetched_at": now if kind == "cimd" else None,
     }
     async with db.begin() as conn:
-        stmt = (sqlite_insert if db.is_sqlite else pg_insert)(oauth_clients).values(**values)
+        stmt = db.dialect_insert(oauth_clients).values(**values)
         await conn.execute(
             stmt.on_conflict_do_update(
                 index_elements=[oauth_clients.c.client_id],
@@ -503,7 +501,7 @@ async def get_consent(db: Database, member: str, client_id: str) -> frozenset[st
 async def put_consent(db: Database, member: str, client_id: str, scopes: frozenset[str], now: float) -> None:
     text = " ".join(sorted(scopes))
     async with db.begin() as conn:
-        stmt = (sqlite_insert if db.is_sqlite else pg_insert)(oauth_consents).values(
+        stmt = db.dialect_insert(oauth_consents).values(
             member=member, client_id=client_id, scopes=text, created_at=now
         )
         await conn.execute(
@@ -517,9 +515,7 @@ async def put_consent(db: Database, member: str, client_id: str, scopes: frozens
 async def claim_once(db: Database, value: str, expires_at: float) -> bool:
     """True the first time ``value`` is presented (until it expires), False ever after."""
     async with db.begin() as conn:
-        stmt = (sqlite_insert if db.is_sqlite else pg_insert)(single_use).values(
-            value_sha256=hash_token(value), expires_at=expires_at
-        )
+        stmt = db.dialect_insert(single_use).values(value_sha256=hash_token(value), expires_at=expires_at)
         claimed = stmt.on_conflict_do_nothing(index_elements=[single_use.c.value_sha256]).returning(
             single_use.c.value_sha256
         )

@@ -11,8 +11,6 @@ from __future__ import annotations
 import hashlib
 
 from sqlalchemy import delete
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from toolcrib.store.database import Database
 from toolcrib.store.tables import single_use
@@ -23,7 +21,7 @@ __all__ = ["claim"]
 async def claim(db: Database, value: str, *, expires_at: float, now: float) -> bool:
     """True the first time ``value`` is claimed before it expires; False ever after."""
     digest = hashlib.sha256(value.encode()).hexdigest()
-    insert = sqlite_insert if db.is_sqlite else pg_insert
+    insert = db.dialect_insert
     async with db.begin() as conn:
         await conn.execute(delete(single_use).where(single_use.c.expires_at < now))
         statement = insert(single_use).values(value_sha256=digest, expires_at=expires_at)

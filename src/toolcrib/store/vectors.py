@@ -9,8 +9,6 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 
 from sqlalchemy import func, select
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from toolcrib.store.database import Database
 from toolcrib.store.tables import vectors
@@ -40,7 +38,7 @@ async def save_vectors(db: Database, model_id: str, rows: Mapping[str, bytes]) -
     """Add vectors by text hash; a row another process added meanwhile is left as it is."""
     if not rows:
         return
-    insert = sqlite_insert if db.is_sqlite else pg_insert
+    insert = db.dialect_insert
     values = [{"model_id": model_id, "text_sha256": key, "vector": blob} for key, blob in rows.items()]
     async with db.begin() as conn:
         for start in range(0, len(values), _CHUNK):
