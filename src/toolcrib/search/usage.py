@@ -10,8 +10,11 @@ ages' decay (``HALF_LIFE_DAYS``), capped at ``MEMBER_WEIGHT``. The tool's *mass*
 weights' sum over ``FULL_WEIGHT``, at most 1: one member alone reaches at most ``MEMBER_SHARE`` of
 it, however many searches they make, so nobody can steer everyone's search. Against a query:
 
-* ``best``: the best cosine to one of the tool's past searches, times the mass;
-* ``mean``: the cosine to the weighted mean of its past searches, times the mass.
+* ``best``: the best cosine to one of the tool's past searches (a past search is another text of
+  the tool; the ranker weighs it by the mass, ``gate._views``);
+* ``near``: the mean cosine to its ``NEAR`` nearest past searches;
+* ``mean``: the cosine to the weighted mean of its past searches, times the mass (it only chooses
+  which tools' past searches are read at all).
 
 A tool without examples has zeros: neutral evidence, which the fitted models read as "nothing
 learned". ``mean`` is one matrix product over the tools that have examples (as cheap as the
@@ -77,8 +80,8 @@ class PastSearch:
 class Usage:
     """The usage channel's evidence about one query, per slot of the index (zeros: none)."""
 
-    best: Vector  # best cosine to a past search x mass (computed for the pool's slots only)
-    near: Vector  # mean cosine to the NEAR nearest past searches x mass (the pool's slots only)
+    best: Vector  # best cosine to a past search (computed for the pool's slots only)
+    near: Vector  # mean cosine to the NEAR nearest past searches (the pool's slots only)
     mean: Vector  # cosine to the weighted mean of past searches x mass
     mass: Vector  # how much evidence the tool has, in [0, 1]
 
@@ -188,8 +191,8 @@ class UsageChannel:
             tool = self._tools.get(name_of(slot))
             if tool is not None:
                 cosines = np.sort(np.round((tool.rows @ vector).astype(np.float64), 6))
-                best[slot] = float(cosines[-1]) * mass[slot]
-                near[slot] = float(cosines[-NEAR:].mean()) * mass[slot]
+                best[slot] = float(cosines[-1])
+                near[slot] = float(cosines[-NEAR:].mean())
         return Usage(best=best, near=near, mean=mean, mass=mass)
 
 
