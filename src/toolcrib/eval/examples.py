@@ -97,9 +97,7 @@ def _restricted(evidence: Evidence, slots: np.ndarray) -> Evidence:
         live=np.ones(len(slots), dtype=bool),
         terms=evidence.terms,
         unmatched=evidence.unmatched,
-        usage=None
-        if usage is None
-        else Usage(usage.best[slots], usage.near[slots], usage.mean[slots], usage.mass[slots]),
+        usage=None if usage is None else Usage(usage.best[slots], usage.mean[slots], usage.mass[slots]),
     )
 
 

@@ -12,7 +12,6 @@ it, however many searches they make, so nobody can steer everyone's search. Agai
 
 * ``best``: the best cosine to one of the tool's past searches (a past search is another text of
   the tool; the ranker weighs it by the mass, ``gate._views``);
-* ``near``: the mean cosine to its ``NEAR`` nearest past searches;
 * ``mean``: the cosine to the weighted mean of its past searches, times the mass (it only chooses
   which tools' past searches are read at all).
 
@@ -57,8 +56,6 @@ MEMBER_WEIGHT = 1.0
 """One member's examples of a tool weigh at most this much, however many they are."""
 MEMBER_SHARE = MEMBER_WEIGHT / FULL_WEIGHT
 """The largest share of a tool's evidence one member can make (R-5.12)."""
-NEAR = 3
-"""How many of a tool's nearest past searches ``near`` averages."""
 HALF_LIFE_DAYS = 180.0
 """An example's weight halves with every this many days of age."""
 
@@ -81,7 +78,6 @@ class Usage:
     """The usage channel's evidence about one query, per slot of the index (zeros: none)."""
 
     best: Vector  # best cosine to a past search (computed for the pool's slots only)
-    near: Vector  # mean cosine to the NEAR nearest past searches (the pool's slots only)
     mean: Vector  # cosine to the weighted mean of past searches x mass
     mass: Vector  # how much evidence the tool has, in [0, 1]
 
@@ -184,16 +180,14 @@ class UsageChannel:
         ``pool(mean)`` gives the slots to compute ``best`` for (the candidates of the other
         channels and the best by ``mean``)."""
         mean, mass = self.means(vector, slot_of, size, layout)
-        best, near = np.zeros(size), np.zeros(size)
+        best = np.zeros(size)
         for slot in pool(mean).tolist():
             if mass[slot] <= 0:
                 continue
             tool = self._tools.get(name_of(slot))
             if tool is not None:
-                cosines = np.sort(np.round((tool.rows @ vector).astype(np.float64), 6))
-                best[slot] = float(cosines[-1])
-                near[slot] = float(cosines[-NEAR:].mean())
-        return Usage(best=best, near=near, mean=mean, mass=mass)
+                best[slot] = round(float((tool.rows @ vector).max()), 6)
+        return Usage(best=best, mean=mean, mass=mass)
 
 
 def _bounded(past: Sequence[PastSearch]) -> tuple[PastSearch, ...]:
