@@ -1,11 +1,16 @@
 """Fit the ranker and the answer gate (SPEC R-5.3, R-5.8, R-5.12), report them cross-validated, ship them.
 
-.venv/bin/python bench/fit_gate.py [--folds 5] [--no-write]
+.venv/bin/python bench/fit_gate.py [--folds 5] [--no-write] [--design relative]
 
 With the meaning channel it also measures the usage channel's learning curve (R-5.12): held-out
 figures with 0, 1, 2, 4 and 8 past searches per tool replayed from the training folds, beside the
 same run's models fitted without the usage features at all (the cold baseline the curve must not
-fall under at 0). Written to bench/out/learning_curve.json and plotted to docs/learning_curve.png.
+fall under at 0). At each level it reports the three cases of #31 apart: (a) requests whose right
+tool has its past searches, (b) the same requests with their right tools' past searches forgotten
+while every other tool keeps its own (``"siblings"``), (c) requests that need no tool (or name an
+unconnected app) with every tool's history present. Written to bench/out/learning_curve.json and
+plotted to docs/learning_curve.png. ``--design`` measures another reading of the usage channel
+(``gate.DESIGNS``; with ``--no-write``, nothing shipped changes).
 
 The fitting itself is ``toolcrib.eval`` (``eval.data`` tells the data, ``eval.crossval`` the
 cross-validation, ``eval.history`` the simulated use). This script caches the encoder's vectors
@@ -31,8 +36,9 @@ from _catalog import DATA, OUT
 from toolcrib.eval.crossval import cross_validate, learning_curve
 from toolcrib.eval.engines import load
 from toolcrib.eval.examples import collect
-from toolcrib.eval.fitting import KEEP, fit
+from toolcrib.eval.fitting import DESIGN, KEEP, fit
 from toolcrib.eval.history import LEVELS
+from toolcrib.search.gate import DESIGNS
 from toolcrib.search.semantic import load_encoder
 from toolcrib.search.vectors import MODEL_ID
 
@@ -111,6 +117,7 @@ def main() -> None:
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--keep", type=float, default=KEEP)
     parser.add_argument("--no-write", action="store_true")
+    parser.add_argument("--design", choices=DESIGNS, default=DESIGN)
     args = parser.parse_args()
     shipped: dict[str, Any] = {
         "doc": "Written by bench/fit_gate.py; fitted on the public evaluation sets. Do not edit by hand."
@@ -127,16 +134,28 @@ def main() -> None:
                 queries, engines, rows, vectors, args.folds, True, args.keep, usage=False
             )
             print_table(f"{mode}, no usage channel: {args.folds}-fold cross-validated", baseline)
-            levels = learning_curve(queries, engines, rows, vectors, args.folds, True, args.keep, LEVELS)
+            levels = learning_curve(
+                queries, engines, rows, vectors, args.folds, True, args.keep, LEVELS, design=args.design
+            )
             for level, figures in levels.items():
-                print_table(f"{mode}, {level} past searches per tool: {args.folds}-fold held-out", figures)
+                held = {name: values for name, values in figures.items() if name != "siblings"}
+                print_table(
+                    f"{mode}, {level} past searches per tool (a, c): {args.folds}-fold held-out", held
+                )
+                if "siblings" in figures:
+                    title = (
+                        f"{mode}, {level} per tool, right tools' forgotten (b): {args.folds}-fold held-out"
+                    )
+                    print_table(title, figures["siblings"])
             curve = {"baseline": baseline, **{str(level): figures for level, figures in levels.items()}}
             figures = levels[0]
         else:
-            figures = cross_validate(queries, engines, rows, vectors, args.folds, False, args.keep)
+            figures = cross_validate(
+                queries, engines, rows, vectors, args.folds, False, args.keep, design=args.design
+            )
             print_table(f"{mode}: {args.folds}-fold cross-validated (held-out folds only)", figures)
         report[mode] = figures
-        shipped[mode] = fit(queries, semantic, args.keep).to_json()
+        shipped[mode] = fit(queries, semantic, args.keep, design=args.design).to_json()
     OUT.mkdir(exist_ok=True)
     (OUT / "gate_cv.json").write_text(json.dumps(report, indent=2))
     (OUT / "learning_curve.json").write_text(json.dumps(curve, indent=2))

@@ -156,25 +156,36 @@ def overhead(data: dict[str, Any]) -> str:
 
 
 CURVE_COLUMNS = (
-    ("MetaTool hit@1", "metatool", "hit@1"),
-    ("MetaTool hit@3", "metatool", "hit@3"),
-    ("MetaTool answered", "metatool", "positives_non_empty"),
-    ("MetaTool no-tool empty (MetaTool catalog)", "metatool_no_tool@metatool", "negatives_empty"),
-    ("MetaTool no-tool empty (623 tools)", "metatool_no_tool", "negatives_empty"),
-    ("dev hit@1", "intents_dev", "hit@1"),
-    ("dev impossible empty", "intents_dev", "negatives_empty"),
-    ("LiveMCPBench R@5", "livemcpbench", "r@5"),
-    ("leave-servers-out empty", "leave_servers_out", "negatives_empty"),
+    # (header, case of #31: "" as searched, "siblings" with the right tools' history forgotten)
+    ("(a) MetaTool hit@1", "", "metatool", "hit@1"),
+    ("(a) MetaTool hit@3", "", "metatool", "hit@3"),
+    ("(a) MetaTool answered", "", "metatool", "positives_non_empty"),
+    ("(b) MetaTool hit@1", "siblings", "metatool", "hit@1"),
+    ("(b) MetaTool hit@3", "siblings", "metatool", "hit@3"),
+    ("(b) MetaTool answered", "siblings", "metatool", "positives_non_empty"),
+    ("(c) MetaTool no-tool empty (MetaTool catalog)", "", "metatool_no_tool@metatool", "negatives_empty"),
+    ("(c) MetaTool no-tool empty (623 tools)", "", "metatool_no_tool", "negatives_empty"),
+    ("(a) dev hit@1", "", "intents_dev", "hit@1"),
+    ("(b) dev hit@1", "siblings", "intents_dev", "hit@1"),
+    ("(c) dev impossible empty", "", "intents_dev", "negatives_empty"),
+    ("(a) LiveMCPBench R@5", "", "livemcpbench", "r@5"),
+    ("(b) LiveMCPBench R@5", "siblings", "livemcpbench", "r@5"),
+    ("(c) leave-servers-out empty", "", "leave_servers_out", "negatives_empty"),
 )
 
 
 def learning_curve(data: dict[str, Any]) -> str:
+    """bench/fit_gate.py's learning_curve.json: held-out figures per past searches per tool, in the
+    three cases of #31 (row 0: nothing learned, so (b) does not arise)."""
     header = "| past searches per tool | " + " | ".join(c[0] for c in CURVE_COLUMNS) + " |"
     lines = [header, "|---|" + "---|" * len(CURVE_COLUMNS)]
     for level, figures in data.items():
         if level == "baseline":
             continue
-        cells = [_cell(figures[s][m]) for _, s, m in CURVE_COLUMNS]
+        cells = []
+        for _, case, name, metric in CURVE_COLUMNS:
+            source = figures.get(case, {}) if case else figures
+            cells.append(_cell(source[name][metric]) if name in source else "-")
         lines.append(f"| {level} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

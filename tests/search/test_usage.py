@@ -128,3 +128,29 @@ def test_r5_12_usage_never_outranks_an_exact_name_match(index: SearchIndex) -> N
         assert [h.public_name for h in index.search("create_issue").hits][:1] == ["ops__create_issue"]
     finally:
         index.forget()
+
+
+def test_r5_12_a_request_far_from_every_past_search_is_decided_as_without_history(
+    index: SearchIndex,
+) -> None:
+    """#31: one ranker and one gate; the usage channel only adds evidence where a past search is
+    nearer the request than its tool's own text, so elsewhere nothing changes, to the last digit
+    (before #31 a second set of models decided any request near a learned tool)."""
+    query = "create an issue in the tracker"
+    cold = index.evidence(query)
+    assert cold is not None
+    far = -index.encode([index.encoding_text(query)])[0]  # as far from the request as can be
+    try:
+        index.learn("ops__get_invoice", [PastSearch(far, f"m{i}", 0.0) for i in range(3)], now=0.0)
+        warm = index.evidence(query)
+        assert warm is not None
+        assert warm.usage is not None
+        assert warm.usage.mass[index.slot("ops__get_invoice")] > 0  # learned, and read
+        before, after = index.gate.decide(cold), index.gate.decide(warm)
+        assert before is not None
+        assert after is not None
+        assert after.probability == before.probability
+        assert after.slots.tolist() == before.slots.tolist()
+        assert after.ranked.tolist() == before.ranked.tolist()
+    finally:
+        index.forget()

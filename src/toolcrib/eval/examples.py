@@ -31,6 +31,7 @@ class Example:
     features: np.ndarray  # (candidates, PAIR_FEATURES)
     gold: np.ndarray  # bool per candidate
     evidence: Evidence | None  # restricted to the candidates (slot i = candidate i); None: settled
+    case: str = "cold"  # the history it was fitted with (``history.CASES``)
 
 
 @dataclass
@@ -53,25 +54,28 @@ class Query:
     def slot_of(self) -> dict[str, int]:
         return {name: i for i, name in enumerate(self.names)}
 
-    def example(self, channel: UsageChannel | None) -> Example:
-        """Candidates and features of this query with ``channel``'s history."""
+    def example(self, channel: UsageChannel | None, design: str = "views", case: str = "cold") -> Example:
+        """Candidates and features of this query with ``channel``'s history (``design``: how the
+        models read it; ``case``: which simulated history it is)."""
+        settled = Example(self.set, self.qid, self.fold, self.positive, _NO_FEATURES, _NO_GOLD, None, case)
         if self.evidence is None:
-            return Example(self.set, self.qid, self.fold, self.positive, _NO_FEATURES, _NO_GOLD, None)
+            return settled
         evidence = self.evidence
         if channel is not None:
             names = self.names
             evidence = with_usage(evidence, channel, self.vector, self.slot_of(), names.__getitem__)
         slots = candidates(evidence)
         if not len(slots):  # no tool holds any of its evidence: settled before the gate
-            return Example(self.set, self.qid, self.fold, self.positive, _NO_FEATURES, _NO_GOLD, None)
+            return settled
         return Example(
             self.set,
             self.qid,
             self.fold,
             self.positive,
-            pair_features(evidence, slots),
+            pair_features(evidence, slots, design),
             self.gold[slots],
             _restricted(evidence, slots),
+            case,
         )
 
 
@@ -93,9 +97,7 @@ def _restricted(evidence: Evidence, slots: np.ndarray) -> Evidence:
         live=np.ones(len(slots), dtype=bool),
         terms=evidence.terms,
         unmatched=evidence.unmatched,
-        usage=None
-        if usage is None
-        else Usage(usage.best[slots], usage.near[slots], usage.mean[slots], usage.mass[slots]),
+        usage=None if usage is None else Usage(usage.best[slots], usage.mean[slots], usage.mass[slots]),
     )
 
 

@@ -14,14 +14,15 @@ tool-specific can be learned across folds.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 
 import numpy as np
 
 from toolcrib.eval.examples import Example, Query
 from toolcrib.search.usage import PastSearch, UsageChannel
 
-__all__ = ["LEVELS", "channel_of", "history", "training_examples"]
+__all__ = ["CASES", "LEVELS", "channel_of", "forgotten", "history", "training_examples", "without"]
 
 LEVELS = (0, 1, 2, 4, 8)
 """Past searches per tool the learning curve is measured at (and the training history is drawn at)."""
@@ -56,10 +57,24 @@ def channel_of(past: dict[str, list[PastSearch]]) -> UsageChannel:
     return channel
 
 
-def training_examples(queries: list[Query], semantic: bool) -> list[Example]:
-    """The training queries' examples with use: each with a history from the training queries of
-    the other folds, at a level (1, 2, 4 or 8 per tool) chosen by a hash of its id; only those
-    where some candidate has past searches (the others are the cold models' to decide)."""
+CASES = ("cold", "right", "siblings", "none")
+"""The histories a query is fitted and reported with (#31): ``cold`` none at all; ``right`` its
+right tool has past searches (case a); ``siblings`` its right tool has none while the other
+tools do (case b: a new need in an organization that uses the rest); ``none`` a query that needs
+no connected tool, with every tool's history present (case c)."""
+
+
+def without(past: dict[str, list[PastSearch]], tools: Iterable[str]) -> dict[str, list[PastSearch]]:
+    """``past`` without the past searches of ``tools``."""
+    dropped = set(tools)
+    return {name: searches for name, searches in past.items() if name not in dropped}
+
+
+def training_examples(queries: list[Query], semantic: bool, design: str = "views") -> list[Example]:
+    """The training queries' examples with use, each with a history from the training queries of
+    the other folds at a level (1, 2, 4 or 8 per tool) chosen by a hash of its id: a positive twice
+    (its right tools with their history, case a; without it while the others keep theirs, case
+    b), a negative once (every tool's history, case c)."""
     out: list[Example] = []
     if not semantic:
         return out
@@ -72,9 +87,26 @@ def training_examples(queries: list[Query], semantic: bool) -> list[Example]:
             for catalog, past in history(others, level, salt=f"{fold}").items():
                 channels[catalog, level] = channel_of(past)
         for q in own:
-            example = q.example(channels.get((q.catalog, levels[_hash("level:" + q.qid) % len(levels)])))
-            if example.evidence is None or example.evidence.usage is None:
+            channel = channels.get((q.catalog, levels[_hash("level:" + q.qid) % len(levels)]), UsageChannel())
+            if not q.positive:
+                out.append(q.example(channel, design, "none"))
                 continue
-            if bool((example.evidence.usage.mass > 0).any()):
-                out.append(example)
+            out.append(q.example(channel, design, "right"))
+            gold = [name for name, right in zip(q.names, q.gold.tolist(), strict=True) if right]
+            with forgotten(channel, gold):
+                out.append(q.example(channel, design, "siblings"))
     return out
+
+
+@contextmanager
+def forgotten(channel: UsageChannel, tools: Iterable[str]) -> Iterator[None]:
+    """``channel`` without ``tools``' past searches for a while (they are learned back after)."""
+    kept = {name: channel.examples(name) for name in tools}
+    for name in kept:
+        channel.forget(name)
+    try:
+        yield
+    finally:
+        for name, past in kept.items():
+            if past:
+                channel.learn(name, past, now=0.0)

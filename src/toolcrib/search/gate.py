@@ -1,22 +1,26 @@
-"""Ranking by fitted fusion, and the calibrated answer-or-empty gate (SPEC R-5.2, R-5.3, R-5.8).
+"""Ranking by fitted fusion, and the calibrated answer-or-empty gate (SPEC R-5.2, R-5.3, R-5.8, R-5.12).
 
 The engine gathers its evidence for one query (``Evidence``): per tool, the lexical score of
 R-5.2 and the share of the query's weight it matches, how much of the tool's name the query
-covers, and the meaning channel's cosine. Two small logistic models, fitted by
-``bench/fit_gate.py`` on the public evaluation sets and shipped as ``model/gate.json``, decide:
+covers, the meaning channel's cosine, and the usage channel's past searches (R-5.12). Small
+logistic models, fitted by ``bench/fit_gate.py`` on the public evaluation sets and shipped as
+``model/gate.json``, decide:
 
 * the **ranker** scores each candidate tool from its evidence (a fusion whose weights are
   fitted, not guessed, on whole candidate lists); tools are ordered by that score;
 * the **scorer** reads the same evidence, fitted on each candidate alone: how likely is this
   one to be right;
 * the **gate** reads the query-level evidence (the best scorer score and its margin to the
-  runner-up, the best cosine and lexical share, the query's length) and says whether anything
-  fits at all. When it does, every candidate within ``keep`` of the best ranker score is
-  returned too (the other steps of a multi-step task).
+  runner-up, the best cosine and lexical share, the query's length, the usage evidence) and says
+  whether anything fits at all. When it does, every candidate within ``keep`` of the best ranker
+  score is returned too (the other steps of a multi-step task).
 
-There is one set of models with the meaning channel and one for words alone (used when the
-encoder cannot load). No word list takes part: what a tool is, and whether a query is about
-one, come from the catalog and the query.
+One set of models decides every query, learned or not (#31): the usage channel adds columns
+that are zero unless a tool's past search is nearer the query than its own text (``_views``), so
+a request far from every past search is decided exactly as without history. There is one set
+with the meaning channel and one for words alone (used when the encoder cannot load). No word
+list takes part: what a tool is, and whether a query is about one, come from the catalog and
+the query.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ import numpy.typing as npt
 from toolcrib.search.usage import Usage, UsageChannel
 
 __all__ = [
+    "DESIGNS",
     "GATE_FEATURES",
     "PAIR_FEATURES",
     "Decision",
@@ -69,11 +74,12 @@ PAIR_FEATURES = (
     "name_words",
     "label",
     "cosine_x_share",
-    "usage",
-    "usage_near",
-    "usage_mean",
-    "usage_rank",
-    "usage_gap",
+    "usage_lift",
+    "usage_over",
+    "usage_apart",
+    "usage_view_low",
+    "usage_view_mid",
+    "usage_view_high",
 )
 GATE_FEATURES = (
     "top",
@@ -85,11 +91,28 @@ GATE_FEATURES = (
     "name_share_max",
     "terms",
     "unmatched",
-    "usage_max",
-    "usage_margin",
-    "usage_z",
-    "usage_mass",
+    "usage_lift_top",
+    "usage_over_max",
+    "usage_apart_max",
+    "usage_view_low",
+    "usage_view_mid",
+    "usage_view_high",
 )
+KNOTS = (0.45, 0.6, 0.75)
+"""Where the usage columns' piecewise-linear reading of a past search's cosine bends (a basis, not
+a decision: the fitted weights say how much each stretch counts). A past search nearer than the
+first knot counts only by how far it stands above the tool's own text."""
+DESIGNS = ("views", "relative", "both")
+"""How the usage channel's evidence reaches the one ranker and gate (R-5.12, #31):
+
+* ``views``: a tool's past searches are extra texts of it in the meaning channel: its cosine is
+  its own text's, raised toward the best of its past searches by its mass (never lowered);
+* ``relative``: the cosine stays the tool's own; the usage columns say how far the nearest past
+  search stands above the tool's own text and above the best text of any candidate;
+* ``both``: the two together.
+
+Every usage column is zero when no past search is nearer the query than the tool's own text, so
+a request far from every past search is decided exactly as without history."""
 _PACKAGED = Path(__file__).parent / "model" / "gate.json"
 
 
@@ -114,7 +137,10 @@ class Evidence:
 def candidates(evidence: Evidence, depth: int = DEPTH, usage_mean: Vector | None = None) -> Slots:
     """The best ``depth`` tools by lexical score, by cosine, and by closeness to the tools' past
     searches (those with any evidence): a tool whose past searches are near the query is a
-    candidate even when its text is not (R-5.12)."""
+    candidate even when its text is not (R-5.12). ``usage_mean`` given: the pool the usage channel
+    computes its views for; else a tool joins by its past searches only where one of them is
+    nearer the query than its own text (a request far from every past search has the candidates
+    it would have without history)."""
     pools: list[Slots] = []
     lexical = np.flatnonzero(evidence.score > 0)
     if len(lexical):
@@ -123,12 +149,15 @@ def candidates(evidence: Evidence, depth: int = DEPTH, usage_mean: Vector | None
         live = np.flatnonzero(evidence.live)
         if len(live):
             pools.append(_top(evidence.cosine, live, depth))
-    if usage_mean is None and evidence.usage is not None:
-        usage_mean = evidence.usage.mean
     if usage_mean is not None:
         learned = np.flatnonzero((usage_mean > 0) & evidence.live)
         if len(learned):
             pools.append(_top(usage_mean, learned, depth))
+    elif evidence.usage is not None and evidence.cosine is not None:
+        usage = evidence.usage
+        lifted = np.flatnonzero((usage.mass > 0) & (usage.best > evidence.cosine) & evidence.live)
+        if len(lifted):
+            pools.append(_top(usage.mass * (usage.best - evidence.cosine), lifted, depth))
     if not pools:
         return np.zeros(0, dtype=np.int64)
     return np.unique(np.concatenate(pools)).astype(np.int64)
@@ -181,28 +210,51 @@ def _inverse_rank(values: Vector) -> Vector:
     return inverse
 
 
-def pair_features(evidence: Evidence, slots: Slots) -> Matrix:
-    """One row of ``PAIR_FEATURES`` per candidate slot."""
+def _views(evidence: Evidence, slots: Slots, design: str) -> tuple[Vector, Matrix]:
+    """The candidates' cosine as the models read it, and the usage columns.
+
+    The columns: how far the nearest past search stands above the tool's own text, above the best
+    own text of any candidate, above every other candidate's nearest past search, and above each
+    of ``KNOTS``;
+    each times the tool's mass, so all zero where nothing is learned or no past search is nearer
+    than the text. ``views`` adds the first to the cosine instead, and leaves the columns zero."""
+    n = len(slots)
+    columns = np.zeros((n, 3 + len(KNOTS)))
+    if evidence.cosine is None:
+        return np.zeros(n), columns
+    own = evidence.cosine[slots]
+    usage = evidence.usage
+    if usage is None:
+        return own, columns
+    mass, best = usage.mass[slots], usage.best[slots]
+    lift = mass * np.maximum(best - own, 0.0)
+    if design == "views":
+        return own + lift, columns
+    columns[:, 0] = lift
+    columns[:, 1] = mass * np.maximum(best - (float(own.max()) if n else 0.0), 0.0)
+    viewed = np.where(mass > 0, best, 0.0)
+    if n > 1:  # how far it stands above every other candidate's nearest past search
+        top = np.sort(viewed)[::-1]
+        columns[:, 2] = mass * np.maximum(viewed - np.where(viewed >= top[0], top[1], top[0]), 0.0)
+    for i, knot in enumerate(KNOTS):
+        columns[:, 3 + i] = mass * np.maximum(best - knot, 0.0)
+    return (own + lift if design == "both" else own), columns
+
+
+def pair_features(evidence: Evidence, slots: Slots, design: str = "views") -> Matrix:
+    """One row of ``PAIR_FEATURES`` per candidate slot (``design``: how usage is read, ``DESIGNS``)."""
     n = len(slots)
     score = evidence.score[slots]
     best = float(score.max()) if n else 0.0
     share = evidence.share[slots]
+    cosine, usage = _views(evidence, slots, design)
     if evidence.cosine is not None:
-        cosine = evidence.cosine[slots]
         gap = cosine - (float(cosine.max()) if n else 0.0)
         cosine_rank = _inverse_rank(cosine)
         z = (cosine - evidence.cosine_mean) / max(evidence.cosine_std, MIN_SPREAD)
     else:
-        cosine = gap = cosine_rank = z = np.zeros(n)
+        gap = cosine_rank = z = np.zeros(n)
     lexical_rank = np.where(score > 0, _inverse_rank(score), 0.0)
-    if evidence.usage is not None:
-        usage = evidence.usage.best[slots]
-        usage_near = evidence.usage.near[slots]
-        usage_mean = evidence.usage.mean[slots]
-        usage_rank = np.where(usage > 0, _inverse_rank(usage), 0.0)
-        usage_gap = np.where(usage > 0, usage - (float(usage.max()) if n else 0.0), 0.0)
-    else:
-        usage = usage_near = usage_mean = usage_rank = usage_gap = np.zeros(n)
     columns = (
         cosine,
         z,
@@ -215,37 +267,25 @@ def pair_features(evidence: Evidence, slots: Slots) -> Matrix:
         np.minimum(evidence.name_words[slots], 3.0) / 3.0,
         evidence.label[slots],
         cosine * share,
-        usage,
-        usage_near,
-        usage_mean,
-        usage_rank,
-        usage_gap,
     )
-    return np.stack(columns, axis=1) if n else np.zeros((0, len(PAIR_FEATURES)))
+    if not n:
+        return np.zeros((0, len(PAIR_FEATURES)))
+    return np.hstack([np.stack(columns, axis=1), usage])
 
 
-def gate_features(evidence: Evidence, slots: Slots, scored: Vector) -> Vector:
+def gate_features(evidence: Evidence, slots: Slots, scored: Vector, design: str = "views") -> Vector:
     """``GATE_FEATURES`` of one query: ``scored`` is the scorer's score of each of ``slots``."""
     order = np.argsort(-scored, kind="stable")
     top = float(scored[order[0]])
     margin = top - float(scored[order[1]]) if len(order) > 1 else 4.0
+    views, usage = _views(evidence, slots, design)
     if evidence.cosine is not None:
-        cosine = np.sort(evidence.cosine[slots])[::-1]
+        cosine = np.sort(views)[::-1]
         cosine_max = float(cosine[0])
         cosine_margin = cosine_max - float(cosine[1]) if len(cosine) > 1 else 0.0
         cosine_z = (cosine_max - evidence.cosine_mean) / max(evidence.cosine_std, MIN_SPREAD)
     else:
         cosine_max = cosine_margin = cosine_z = 0.0
-    if evidence.usage is not None:
-        usage = np.sort(evidence.usage.best[slots])[::-1]
-        usage_max = float(usage[0])
-        usage_margin = usage_max - float(usage[1]) if len(usage) > 1 else usage_max
-        learned = evidence.usage.best[slots][evidence.usage.mass[slots] > 0]
-        spread = float(learned.std()) if len(learned) > 1 else 0.0
-        usage_z = (usage_max - float(learned.mean())) / max(spread, MIN_SPREAD) if len(learned) else 0.0
-        usage_mass = float(evidence.usage.mass[slots[int(np.argmax(evidence.usage.best[slots]))]])
-    else:
-        usage_max = usage_margin = usage_z = usage_mass = 0.0
     return np.array(
         [
             top,
@@ -257,10 +297,8 @@ def gate_features(evidence: Evidence, slots: Slots, scored: Vector) -> Vector:
             float(evidence.name_share[slots].max()),
             math.log1p(evidence.terms),
             evidence.unmatched,
-            usage_max,
-            usage_margin,
-            usage_z,
-            usage_mass,
+            float(usage[order[0], 0]),
+            *usage[:, 1:].max(axis=0).tolist(),  # over the best text, over the others, each knot
         ]
     )
 
@@ -317,10 +355,10 @@ class FittedGate:
     candidate alone, says how likely each is to be right, and the gate reads its scores (the best,
     and the margin to the runner-up).
 
-    ``learned`` is a second set of models, fitted with the usage channel (R-5.12), which decides
-    the queries where some candidate has past searches; the others are decided by this set, fitted
-    without it, so a catalog nothing has been learned about searches exactly as before: a model
-    that has seen learned catalogs would read "no past search" as evidence against answering."""
+    One set of models decides every query, learned or not (#31): the usage channel's evidence is
+    read beside the cold evidence as ``design`` says (``DESIGNS``), and it is fitted on queries
+    without history, with the right tool's history, with only its siblings' history, and on
+    no-tool queries with every tool's history (``eval.history``)."""
 
     ranker: Logistic
     scorer: Logistic
@@ -328,33 +366,16 @@ class FittedGate:
     threshold: float  # the gate answers when its probability is at least this
     keep: float
     semantic: bool
-    learned: FittedGate | None = None
+    design: str = "views"
 
     def decide(self, evidence: Evidence) -> Decision | None:
         slots = candidates(evidence)
         if not len(slots):
             return None
-        usage = evidence.usage
-        if self.learned is not None and usage is not None and bool((usage.mass[slots] > 0).any()):
-            learned = self.learned._decide(evidence, slots)
-            if learned is None or learned.answer or usage.mass[int(learned.slots[0])] <= 0:
-                return learned
-            unlearned = replace(evidence, usage=None)
-            cold = self._decide(unlearned, candidates(unlearned))
-            if cold is None or not cold.answer:
-                return learned
-            # the cold models answered, and the tool the learned ones rank first is one people ran
-            # after their searches: a search answered before anything was learned stays answered
-            keep = learned.ranked >= learned.ranked[0] - self.learned.keep
-            return replace(learned, answer=True, keep=keep, probability=cold.probability)
-        return self._decide(evidence, slots)
-
-    def _decide(self, evidence: Evidence, slots: Slots) -> Decision | None:
-        if not len(slots):
-            return None
-        features = pair_features(evidence, slots)
+        features = pair_features(evidence, slots, self.design)
         scored = self.scorer.logit(features)
-        probability = _sigmoid(float(self.gate.logit(gate_features(evidence, slots, scored))))
+        gate = gate_features(evidence, slots, scored, self.design)
+        probability = _sigmoid(float(self.gate.logit(gate)))
         ranked = self.ranker.logit(features)
         order = np.argsort(-ranked, kind="stable")
         slots, ranked = slots[order], ranked[order]
@@ -363,20 +384,21 @@ class FittedGate:
         return Decision(slots, ranked, answer, keep, probability)
 
     def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
+        return {
             "ranker": self.ranker.to_json(),
             "scorer": self.scorer.to_json(),
             "gate": self.gate.to_json(),
             "threshold": self.threshold,
             "keep": self.keep,
             "semantic": self.semantic,
+            "design": self.design,
         }
-        if self.learned is not None:
-            data["learned"] = self.learned.to_json()
-        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> FittedGate:
+        design = str(data.get("design", "views"))
+        if design not in DESIGNS:
+            raise ValueError(f"unknown usage design {design!r}")
         return cls(
             Logistic.from_json(data["ranker"]),
             Logistic.from_json(data["scorer"]),
@@ -384,7 +406,7 @@ class FittedGate:
             float(data["threshold"]),
             float(data["keep"]),
             bool(data["semantic"]),
-            cls.from_json(data["learned"]) if data.get("learned") else None,
+            design,
         )
 
     @classmethod

@@ -10,8 +10,10 @@ ages' decay (``HALF_LIFE_DAYS``), capped at ``MEMBER_WEIGHT``. The tool's *mass*
 weights' sum over ``FULL_WEIGHT``, at most 1: one member alone reaches at most ``MEMBER_SHARE`` of
 it, however many searches they make, so nobody can steer everyone's search. Against a query:
 
-* ``best``: the best cosine to one of the tool's past searches, times the mass;
-* ``mean``: the cosine to the weighted mean of its past searches, times the mass.
+* ``best``: the best cosine to one of the tool's past searches (a past search is another text of
+  the tool; the ranker weighs it by the mass, ``gate._views``);
+* ``mean``: the cosine to the weighted mean of its past searches, times the mass (it only chooses
+  which tools' past searches are read at all).
 
 A tool without examples has zeros: neutral evidence, which the fitted models read as "nothing
 learned". ``mean`` is one matrix product over the tools that have examples (as cheap as the
@@ -54,8 +56,6 @@ MEMBER_WEIGHT = 1.0
 """One member's examples of a tool weigh at most this much, however many they are."""
 MEMBER_SHARE = MEMBER_WEIGHT / FULL_WEIGHT
 """The largest share of a tool's evidence one member can make (R-5.12)."""
-NEAR = 3
-"""How many of a tool's nearest past searches ``near`` averages."""
 HALF_LIFE_DAYS = 180.0
 """An example's weight halves with every this many days of age."""
 
@@ -77,8 +77,7 @@ class PastSearch:
 class Usage:
     """The usage channel's evidence about one query, per slot of the index (zeros: none)."""
 
-    best: Vector  # best cosine to a past search x mass (computed for the pool's slots only)
-    near: Vector  # mean cosine to the NEAR nearest past searches x mass (the pool's slots only)
+    best: Vector  # best cosine to a past search (computed for the pool's slots only)
     mean: Vector  # cosine to the weighted mean of past searches x mass
     mass: Vector  # how much evidence the tool has, in [0, 1]
 
@@ -181,16 +180,14 @@ class UsageChannel:
         ``pool(mean)`` gives the slots to compute ``best`` for (the candidates of the other
         channels and the best by ``mean``)."""
         mean, mass = self.means(vector, slot_of, size, layout)
-        best, near = np.zeros(size), np.zeros(size)
+        best = np.zeros(size)
         for slot in pool(mean).tolist():
             if mass[slot] <= 0:
                 continue
             tool = self._tools.get(name_of(slot))
             if tool is not None:
-                cosines = np.sort(np.round((tool.rows @ vector).astype(np.float64), 6))
-                best[slot] = float(cosines[-1]) * mass[slot]
-                near[slot] = float(cosines[-NEAR:].mean()) * mass[slot]
-        return Usage(best=best, near=near, mean=mean, mass=mass)
+                best[slot] = round(float((tool.rows @ vector).max()), 6)
+        return Usage(best=best, mean=mean, mass=mass)
 
 
 def _bounded(past: Sequence[PastSearch]) -> tuple[PastSearch, ...]:
