@@ -169,8 +169,8 @@ async def _check_alone(db_url: str, calls: int = 2_000) -> dict[str, Any]:
     dictionary on SQLite, the one statement on PostgreSQL), p50 and p90 in microseconds."""
     import time
 
-    from toolcrib.gateway.buckets import buckets_for
-    from toolcrib.policy.limits import LimitRule, spends
+    from toolcrib.gateway.governance.buckets import buckets_for
+    from toolcrib.policy.rate_limits import LimitRule, spends
     from toolcrib.store.database import Database
 
     db = Database(db_url)

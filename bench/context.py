@@ -24,7 +24,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "src")]
 from tests.fixtures.giant_tool import giant_tool_definition  # noqa: E402
 
 from toolcrib.catalog import build_card, fit_search_response, json_size, normalize_catalog  # noqa: E402
-from toolcrib.gateway.surface import meta_tool_definitions  # noqa: E402
+from toolcrib.gateway.discovery.surface import meta_tool_definitions  # noqa: E402
 
 PUBLISHED = {"raw_bytes": 217_316, "surface_bytes": 5_062}
 CONNECTION_STEPS = [*range(1, 15), 140]

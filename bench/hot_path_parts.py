@@ -40,10 +40,10 @@ from tests.principals import OPERATOR  # noqa: E402
 
 from _procs import stop  # noqa: E402
 from overhead import _start_fixture  # noqa: E402
-from toolcrib.gateway import members  # noqa: E402
-from toolcrib.gateway.connections import add_connection, spec_of  # noqa: E402
-from toolcrib.gateway.execute import execute_tool  # noqa: E402
-from toolcrib.gateway.identity import authenticate  # noqa: E402
+from toolcrib.gateway.calls.execute import execute_tool  # noqa: E402
+from toolcrib.gateway.connections.manage import add_connection, spec_of  # noqa: E402
+from toolcrib.gateway.identity import members  # noqa: E402
+from toolcrib.gateway.identity.bearer import authenticate  # noqa: E402
 
 OUT = ROOT / "bench" / "out" / "hot_path_parts.json"
 Call = Callable[[], Awaitable[Any]]

@@ -46,12 +46,12 @@ from sqlalchemy import delete
 from _catalog import DATA, OUT, read_jsonl
 from toolcrib.catalog.cards import build_card
 from toolcrib.catalog.normalize import normalize_catalog
-from toolcrib.gateway import members
-from toolcrib.gateway.catalogs import forget_connection, sync_from_store
+from toolcrib.gateway.connections.catalogs import forget_connection, sync_from_store
 from toolcrib.gateway.core import Gateway
-from toolcrib.gateway.identity import authenticate
+from toolcrib.gateway.discovery.search import search_tools
+from toolcrib.gateway.identity import members
+from toolcrib.gateway.identity.bearer import authenticate
 from toolcrib.gateway.process import open_gateway
-from toolcrib.gateway.search import search_tools
 from toolcrib.policy.classify import classify
 from toolcrib.search.semantic import doc_text
 from toolcrib.search.usage import PastSearch, UsageChannel

@@ -24,9 +24,10 @@ from tests.e2e.flow import audit_rows
 from tests.e2e.inprocess import open_gateway, owner_token, serve, settings_for
 from tests.e2e.mcpclient import connect, gateway_payload
 from tests.principals import OPERATOR
-from toolcrib.gateway import approvals, members
-from toolcrib.gateway.connections import add_connection
+from toolcrib.gateway.connections.manage import add_connection
 from toolcrib.gateway.core import Gateway
+from toolcrib.gateway.governance import approvals
+from toolcrib.gateway.identity import members
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 

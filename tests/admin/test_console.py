@@ -20,9 +20,10 @@ from tests.conftest import Process
 from tests.e2e.inprocess import open_gateway, owner_token, settings_for
 from tests.principals import OPERATOR
 from tests.web.asgi import MCP_HEADERS, bearer, call_tool
-from toolcrib.gateway import members, restrictions
-from toolcrib.gateway.catalogs import install_catalog
-from toolcrib.gateway.connections import add_connection
+from toolcrib.gateway.connections.catalogs import install_catalog
+from toolcrib.gateway.connections.manage import add_connection
+from toolcrib.gateway.governance import restrictions
+from toolcrib.gateway.identity import members
 from toolcrib.store import connections as connection_store
 from toolcrib.store import members as member_store
 

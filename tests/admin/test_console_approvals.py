@@ -27,8 +27,9 @@ from tests.e2e.flow import audit_rows
 from tests.e2e.inprocess import open_gateway, owner_token, settings_for
 from tests.principals import OPERATOR
 from tests.web.asgi import bearer, call_tool, in_band_error
-from toolcrib.gateway import approvals, members
-from toolcrib.gateway.connections import add_connection
+from toolcrib.gateway.connections.manage import add_connection
+from toolcrib.gateway.governance import approvals
+from toolcrib.gateway.identity import members
 from toolcrib.store import approvals as approval_store
 from toolcrib.store.approvals import Approval
 from toolcrib.store.database import Database

@@ -11,10 +11,10 @@ from tests.conftest import Process
 from tests.e2e.inprocess import open_gateway, owner_token, settings_for
 from tests.principals import OPERATOR
 from toolcrib.errors import ConfigError, PermissionRequired
-from toolcrib.gateway import members
-from toolcrib.gateway.connections import add_connection
-from toolcrib.gateway.members import operator_principal
-from toolcrib.gateway.playground import answer_bytes, search_as
+from toolcrib.gateway.connections.manage import add_connection
+from toolcrib.gateway.discovery.playground import answer_bytes, search_as
+from toolcrib.gateway.identity import members
+from toolcrib.gateway.identity.members import operator_principal
 from toolcrib.store import members as member_store
 from toolcrib.web.admin.insight import chart
 from toolcrib.web.telemetry import SavingsHistory

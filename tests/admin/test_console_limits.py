@@ -14,7 +14,8 @@ import pytest
 from tests.admin.console import BASE, Console, console, hidden
 from tests.e2e.inprocess import open_gateway, owner_token, settings_for
 from tests.principals import OPERATOR
-from toolcrib.gateway import limits, members
+from toolcrib.gateway.governance import rate_limits
+from toolcrib.gateway.identity import members
 from toolcrib.web.address_limits import AddressLimiter
 
 pytestmark = pytest.mark.anyio
@@ -86,8 +87,8 @@ async def test_r7_10_the_limits_page_lists_adds_and_removes_limits(tmp_path: Pat
         assert bad.status_code == 400
         assert "invalid_arguments" in bad.text
         operator = await members.operator_principal(c.gw)
-        [rule] = await limits.list_limits(c.gw, operator)
+        [rule] = await rate_limits.list_limits(c.gw, operator)
         assert (rule.member, rule.role, rule.per_minute, rule.per_day) == ("mia", None, 7, None)
         gone = await http.post("/admin/limits/delete", data={"csrf": csrf, "id": rule.id})
         assert gone.status_code == 303
-        assert await limits.list_limits(c.gw, operator) == []
+        assert await rate_limits.list_limits(c.gw, operator) == []

@@ -14,8 +14,8 @@ from tests.conftest import PYTHON
 from tests.e2e.inprocess import open_gateway, owner_token, settings_for
 from tests.principals import OPERATOR
 from tests.web.asgi import call_tool, in_band_error
-from toolcrib.gateway import members
-from toolcrib.gateway.connections import add_connection, refresh_connection
+from toolcrib.gateway.connections.manage import add_connection, refresh_connection
+from toolcrib.gateway.identity import members
 
 pytestmark = pytest.mark.anyio
 

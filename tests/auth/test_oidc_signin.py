@@ -33,8 +33,8 @@ from tests.e2e.inprocess import open_gateway, owner_token, settings_for
 
 from toolcrib.auth.oidc import OIDCClient, OIDCConfig
 from toolcrib.errors import SignInRefused
-from toolcrib.gateway import idp, members
 from toolcrib.gateway.core import Gateway
+from toolcrib.gateway.identity import idp, members
 from toolcrib.store import identities
 from toolcrib.store import members as member_store
 from toolcrib.web.app import create_app

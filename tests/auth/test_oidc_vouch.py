@@ -20,7 +20,7 @@ from tests.conftest import free_port
 from tests.e2e.oauth_person import REDIRECT, Person, authorize_url, pkce, query_of, register
 
 from toolcrib.auth.oidc import OIDCClient, OIDCConfig
-from toolcrib.gateway import members
+from toolcrib.gateway.identity import members
 from toolcrib.store import identities, idp_vouches
 from toolcrib.store.tables import grants
 

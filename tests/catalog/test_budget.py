@@ -3,7 +3,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from toolcrib.catalog import compact_json, fit_search_response, json_size, limits, shrink_card
+from toolcrib.catalog import bounds, compact_json, fit_search_response, json_size, shrink_card
 
 
 def _card(i: int, *, inputs: int = 10, description: str = "d" * 70) -> dict[str, Any]:
@@ -26,8 +26,8 @@ def _card(i: int, *, inputs: int = 10, description: str = "d" * 70) -> dict[str,
 def test_r5_9_each_card_at_most_1800_bytes_and_the_whole_at_most_6000() -> None:
     response = fit_search_response([_card(i, inputs=30) for i in range(5)], restricted=[])
     assert response["results"]
-    assert all(json_size(card) <= limits.SEARCH_CARD_BYTES for card in response["results"])
-    assert json_size(response) <= limits.SEARCH_RESPONSE_BYTES
+    assert all(json_size(card) <= bounds.SEARCH_CARD_BYTES for card in response["results"])
+    assert json_size(response) <= bounds.SEARCH_RESPONSE_BYTES
 
 
 def test_r5_9_at_most_5_cards() -> None:
@@ -79,7 +79,7 @@ def test_r5_9_restricted_and_not_connected_names_fit_the_budget_whole() -> None:
     response = fit_search_response(
         [_card(i, inputs=30) for i in range(5)], restricted=names, not_connected=["linear"]
     )
-    assert json_size(response) <= limits.SEARCH_RESPONSE_BYTES
+    assert json_size(response) <= bounds.SEARCH_RESPONSE_BYTES
     assert response["not_connected"] == ["linear"]
     assert response["restricted"] == names[: len(response["restricted"])]
     assert len(response["restricted"]) >= 20

@@ -16,7 +16,7 @@ from toolcrib.catalog import (
     normalize_catalog,
     validate_arguments,
 )
-from toolcrib.gateway.surface import meta_tool_definitions
+from toolcrib.gateway.discovery.surface import meta_tool_definitions
 
 PUBLISHED_SURFACE_BYTES = 5_062
 

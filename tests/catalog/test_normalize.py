@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from toolcrib.catalog import limits, normalize_catalog, normalize_tool
+from toolcrib.catalog import bounds, normalize_catalog, normalize_tool
 from toolcrib.catalog._measure import measure
 from toolcrib.catalog.normalize import DUPLICATE_REASON
 from toolcrib.errors import CatalogRefused
@@ -48,7 +48,7 @@ def test_r4_2_catalog_of_exactly_5000_tools_is_accepted() -> None:
 
 def test_r4_2_catalog_over_16_mib_is_refused_by_raw_bytes() -> None:
     with pytest.raises(CatalogRefused):
-        normalize_catalog("acme", "Acme", [_tool()], raw_bytes=limits.MAX_CATALOG_BYTES + 1)
+        normalize_catalog("acme", "Acme", [_tool()], raw_bytes=bounds.MAX_CATALOG_BYTES + 1)
 
 
 def test_r4_2_catalog_over_16_mib_is_refused_by_measured_size() -> None:
@@ -59,7 +59,7 @@ def test_r4_2_catalog_over_16_mib_is_refused_by_measured_size() -> None:
 
 
 def test_r4_2_schema_over_256_kib_is_refused_with_a_reason() -> None:
-    schema = {"type": "object", "description": "x" * limits.MAX_SCHEMA_BYTES}
+    schema = {"type": "object", "description": "x" * bounds.MAX_SCHEMA_BYTES}
     record = normalize_tool("acme", "Acme", _tool(schema=schema))
     assert record.refused is not None
     assert "262,144 bytes" in record.refused
@@ -113,7 +113,7 @@ def test_r4_2_duplicate_tool_names_keep_the_first_and_refuse_the_rest() -> None:
 
 def test_r4_2_description_is_bounded_to_4000_characters() -> None:
     record = normalize_tool("acme", "Acme", _tool(description="é" * 5_000))
-    assert record.description == "é" * limits.MAX_PROSE_CHARS
+    assert record.description == "é" * bounds.MAX_PROSE_CHARS
 
 
 def test_r4_3_schema_hash_is_sha256_of_canonical_json() -> None:

@@ -9,10 +9,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from toolcrib.catalog import (
+    bounds,
     build_card,
     fit_search_response,
     json_size,
-    limits,
     map_arguments,
     normalize_tool,
     sanitize_text,
@@ -89,9 +89,9 @@ def test_r4_2_normalization_never_raises_and_every_limit_holds(raw: Any) -> None
         assert record.input_schema == {}
         return
     size = measure(record.input_schema, max_bytes=10**9)
-    assert size.size <= limits.MAX_SCHEMA_BYTES
-    assert size.depth <= limits.MAX_SCHEMA_DEPTH
-    assert len(record.description) <= limits.MAX_PROSE_CHARS
+    assert size.size <= bounds.MAX_SCHEMA_BYTES
+    assert size.depth <= bounds.MAX_SCHEMA_DEPTH
+    assert len(record.description) <= bounds.MAX_PROSE_CHARS
     assert all(ALIAS_PATTERN.fullmatch(alias) for alias in record.aliases)
     assert len(set(record.aliases.values())) == len(record.aliases)
 
@@ -103,14 +103,14 @@ def test_r5_9_cards_and_search_responses_keep_every_budget(raw: Any, copies: int
     if record.refused is not None:
         return
     card = build_card(record, risk="read")
-    assert json_size(card) <= limits.MAX_CARD_BYTES
-    assert len(card["inputs"]) <= limits.MAX_PROJECTED_INPUTS
-    assert card["complete"] is False or len(record.aliases) <= limits.MAX_PROJECTED_INPUTS
+    assert json_size(card) <= bounds.MAX_CARD_BYTES
+    assert len(card["inputs"]) <= bounds.MAX_PROJECTED_INPUTS
+    assert card["complete"] is False or len(record.aliases) <= bounds.MAX_PROJECTED_INPUTS
     cards = [{**card, "action_id": f"act_{i:026d}", "confidence": "low"} for i in range(copies)]
     response = fit_search_response(cards, restricted=[f"x__{i}" for i in range(40)])
-    assert json_size(response) <= limits.SEARCH_RESPONSE_BYTES
-    assert len(response["results"]) <= limits.SEARCH_MAX_CARDS
-    assert all(json_size(c) <= limits.SEARCH_CARD_BYTES for c in response["results"])
+    assert json_size(response) <= bounds.SEARCH_RESPONSE_BYTES
+    assert len(response["results"]) <= bounds.SEARCH_MAX_CARDS
+    assert all(json_size(c) <= bounds.SEARCH_CARD_BYTES for c in response["results"])
 
 
 @FAST

@@ -18,8 +18,10 @@ import anyio
 import pytest
 from tests.conftest import FIXTURE_SERVER, ROOT, cli
 
-from toolcrib.gateway import approvals, connections, limits, members, restrictions
+from toolcrib.gateway.connections import manage as connections
 from toolcrib.gateway.core import Gateway
+from toolcrib.gateway.governance import approvals, rate_limits, restrictions
+from toolcrib.gateway.identity import members
 from toolcrib.gateway.orgfile.checks import Known, check_file
 from toolcrib.gateway.orgfile.loading import FileError
 from toolcrib.gateway.orgfile.service import apply_file, export_org, plan_file
@@ -87,7 +89,7 @@ def _lists(db_url: str) -> dict[str, Any]:
             "restrictions": [restrictions.rule_view(r) for r in await restrictions.list_restrictions(gw, op)],
             "frozen": await restrictions.list_frozen(gw, op),
             "approvals": [approvals.rule_view(r) for r in await approvals.list_approval_rules(gw, op)],
-            "limits": [limits.limit_view(r) for r in await limits.list_limits(gw, op)],
+            "limits": [rate_limits.limit_view(r) for r in await rate_limits.list_limits(gw, op)],
             "classifications": [
                 {"account": a, "tool": t, "risk": r}
                 for (a, t), r in (await restrictions.list_classifications(gw, op)).items()
@@ -138,7 +140,7 @@ def test_26_apply_to_an_empty_organization_creates_every_object(applied: tuple[s
 def test_26_each_applied_change_is_an_administrative_audit_row_naming_the_operator(
     applied: tuple[str, Path],
 ) -> None:
-    from toolcrib.gateway.audit import search_audit
+    from toolcrib.gateway.audit.entries import search_audit
     from toolcrib.store.audit import AuditFilter
 
     db_url, _ = applied

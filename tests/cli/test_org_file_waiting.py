@@ -26,12 +26,15 @@ from tests.e2e.inprocess import open_gateway as open_test_gateway
 from tests.e2e.inprocess import owner_token, settings_for
 
 from toolcrib.errors import InBandError
-from toolcrib.gateway import connections, members, restrictions, tools
+from toolcrib.gateway.calls.execute import execute_tool
+from toolcrib.gateway.connections import manage as connections
 from toolcrib.gateway.control import ControlPlane
 from toolcrib.gateway.core import Gateway
-from toolcrib.gateway.execute import execute_tool
+from toolcrib.gateway.discovery import tools
+from toolcrib.gateway.discovery.search import search_tools
+from toolcrib.gateway.governance import restrictions
+from toolcrib.gateway.identity import members
 from toolcrib.gateway.process import open_gateway
-from toolcrib.gateway.search import search_tools
 from toolcrib.policy.frozen import ACTIVE, NO_PARAMETER, WAITING
 from toolcrib.policy.gates import Principal
 from toolcrib.policy.scopes import SCOPES

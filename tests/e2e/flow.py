@@ -20,7 +20,7 @@ from mcp.client.streamable_http import streamable_http_client
 from tests.conftest import FIXTURE_SERVER
 from tests.e2e.inprocess import open_gateway, owner_token, serve, settings_for
 from tests.principals import OPERATOR
-from toolcrib.gateway.connections import add_connection
+from toolcrib.gateway.connections.manage import add_connection
 from toolcrib.gateway.core import Gateway
 from toolcrib.store import audit as audit_store
 from toolcrib.store.audit import AuditEntry, AuditFilter

@@ -15,8 +15,8 @@ import anyio
 import uvicorn
 
 from tests.conftest import PG_SECRET_KEY, STORE_OVERRIDE, free_port
-from toolcrib.gateway import members
 from toolcrib.gateway.core import Gateway
+from toolcrib.gateway.identity import members
 from toolcrib.gateway.process import open_gateway as open_process
 from toolcrib.settings import Settings
 from toolcrib.web.app import create_app

@@ -14,9 +14,10 @@ from tests.conftest import Process
 from tests.e2e.inprocess import open_gateway, owner_token, serve, settings_for
 from tests.e2e.mcpclient import connect, gateway_payload
 from tests.principals import OPERATOR
-from toolcrib.gateway import members, restrictions
-from toolcrib.gateway.connections import add_connection
+from toolcrib.gateway.connections.manage import add_connection
 from toolcrib.gateway.core import Gateway
+from toolcrib.gateway.governance import restrictions
+from toolcrib.gateway.identity import members
 
 ALL_SCOPES = "mcp:tools mcp:read mcp:write mcp:destructive"
 PREFIX = "toolcrib__"

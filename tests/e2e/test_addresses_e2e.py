@@ -29,9 +29,10 @@ from tests.e2e.inprocess import open_gateway, owner_token, serve, serve_asgi, se
 from tests.e2e.mcpclient import connect, gateway_payload
 from tests.netguard import LOG_ENV, Recorder, loopback_only
 from tests.principals import OPERATOR
-from toolcrib.gateway import members, oauth
-from toolcrib.gateway.connections import add_connection, list_connections, refresh_connection
+from toolcrib.gateway.connections import upstream_oauth as oauth
+from toolcrib.gateway.connections.manage import add_connection, list_connections, refresh_connection
 from toolcrib.gateway.core import Gateway
+from toolcrib.gateway.identity import members
 from toolcrib.store import connections as store
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]

@@ -16,8 +16,8 @@ from tests.e2e.flow import Served, audit_rows, client, desk_gateway, read_marker
 from tests.e2e.mcpclient import gateway_payload
 from tests.e2e.org import ALL_SCOPES, PREFIX
 from tests.principals import OPERATOR
-from toolcrib.gateway import members
 from toolcrib.gateway.core import Gateway
+from toolcrib.gateway.identity import members
 from toolcrib.store.tables import approvals
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("on_each_store")]

@@ -11,11 +11,11 @@ from sqlalchemy import select
 from tests.conftest import PYTHON
 from tests.e2e.inprocess import open_gateway, owner_token, settings_for
 from tests.principals import OPERATOR
-from toolcrib.gateway.connections import add_connection
+from toolcrib.gateway.calls.execute import execute_tool
+from toolcrib.gateway.connections.manage import add_connection
 from toolcrib.gateway.core import Gateway
-from toolcrib.gateway.execute import execute_tool
 from toolcrib.gateway.housekeeping import recover_orphans
-from toolcrib.gateway.members import operator_principal
+from toolcrib.gateway.identity.members import operator_principal
 from toolcrib.store import instances
 from toolcrib.store.tables import audit
 

@@ -28,13 +28,13 @@ from tests.e2e.inprocess import open_gateway, owner_token, serve, settings_for
 from tests.e2e.mcpclient import connect, error_code, gateway_payload, payload
 from tests.fixtures.fixture_server import JWT_SHAPED
 from tests.principals import OPERATOR
-from toolcrib.gateway.audit import target_id
-from toolcrib.gateway.connections import add_connection
+from toolcrib.gateway.audit.entries import target_id
+from toolcrib.gateway.connections.manage import add_connection
 from toolcrib.gateway.core import Gateway
-from toolcrib.gateway.identity import authenticate
-from toolcrib.gateway.members import add_member, create_token
-from toolcrib.gateway.restrictions import add_restriction
-from toolcrib.gateway.search import flat_listing_bytes
+from toolcrib.gateway.discovery.search import flat_listing_bytes
+from toolcrib.gateway.governance.restrictions import add_restriction
+from toolcrib.gateway.identity.bearer import authenticate
+from toolcrib.gateway.identity.members import add_member, create_token
 from toolcrib.store.members import find_grant_by_token
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]

@@ -27,16 +27,16 @@ from tests.e2e.sinks import SyslogReceiver, WebhookReceiver
 from tests.pg import PostgresServer
 from tests.principals import OPERATOR
 from tests.web.asgi import asgi_client, bearer
-from toolcrib.gateway.audit import record_admin_act
-from toolcrib.gateway.audit_delivery import AuditStream
-from toolcrib.gateway.audit_retention import prune_audit
-from toolcrib.gateway.audit_sinks import WebhookSink
-from toolcrib.gateway.audit_stream import stream_state
-from toolcrib.gateway.connections import add_connection
+from toolcrib.gateway.audit.delivery import AuditStream
+from toolcrib.gateway.audit.entries import record_admin_act
+from toolcrib.gateway.audit.retention import prune_audit
+from toolcrib.gateway.audit.sinks import WebhookSink
+from toolcrib.gateway.audit.stream import stream_state
+from toolcrib.gateway.calls.execute import execute_tool
+from toolcrib.gateway.connections.manage import add_connection
 from toolcrib.gateway.core import Gateway
-from toolcrib.gateway.execute import execute_tool
 from toolcrib.gateway.housekeeping import housekeep, recover_orphans
-from toolcrib.gateway.members import operator_principal
+from toolcrib.gateway.identity.members import operator_principal
 from toolcrib.settings import Settings
 from toolcrib.store import instances
 from toolcrib.store.database import Database

@@ -17,10 +17,11 @@ from tests.e2e.inprocess import open_gateway, owner_token, serve, settings_for
 from tests.e2e.mcpclient import connect, error_code, gateway_payload, payload
 from tests.fixtures.giant_tool import GIANT_TOOL_NAME, LURE_MARKERS
 from tests.principals import OPERATOR
-from toolcrib.gateway import members, pins
-from toolcrib.gateway.connections import add_connection, refresh_connection
+from toolcrib.gateway.connections import pins
+from toolcrib.gateway.connections.manage import add_connection, refresh_connection
 from toolcrib.gateway.core import Gateway
-from toolcrib.gateway.surface import meta_tool_definitions
+from toolcrib.gateway.discovery.surface import meta_tool_definitions
+from toolcrib.gateway.identity import members
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio, pytest.mark.usefixtures("on_each_store")]
 

@@ -37,7 +37,8 @@ from tests.conftest import (
 )
 from tests.e2e.mcpclient import connect, gateway_payload, payload
 from tests.e2e.org import organization
-from toolcrib.gateway import approvals, members, restrictions
+from toolcrib.gateway.governance import approvals, restrictions
+from toolcrib.gateway.identity import members
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio, pytest.mark.timeout(600)]  # a busy machine
 

@@ -26,8 +26,9 @@ from tests.conftest import Process, cli, free_port
 from tests.e2e.mcpclient import error_code, payload
 from tests.e2e.org import ALL_SCOPES, PREFIX, READ_TOOL, Org, add_call, error_of, names_of, organization, rpc
 from tests.principals import OPERATOR
-from toolcrib.gateway import members, reach, restrictions
-from toolcrib.gateway.connections import add_connection
+from toolcrib.gateway.connections.manage import add_connection
+from toolcrib.gateway.governance import reach, restrictions
+from toolcrib.gateway.identity import members
 from toolcrib.policy.restrictions import Decision
 from toolcrib.settings import Settings
 

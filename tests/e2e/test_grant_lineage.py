@@ -26,10 +26,10 @@ from tests.e2e.inprocess import open_gateway, owner_token, serve, settings_for
 from tests.e2e.oauth_person import REDIRECT, Person, authorize_url, hidden, pkce, query_of, register
 from tests.e2e.org import rpc
 from tests.principals import OPERATOR
-from toolcrib.gateway import grants as grant_faces
-from toolcrib.gateway import members
 from toolcrib.gateway.core import Gateway
-from toolcrib.gateway.identity import authenticate
+from toolcrib.gateway.identity import grants as grant_faces
+from toolcrib.gateway.identity import members
+from toolcrib.gateway.identity.bearer import authenticate
 from toolcrib.store.tables import grants, oauth_tokens
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio, pytest.mark.usefixtures("on_each_store")]

@@ -23,10 +23,10 @@ from tests.e2e.org import ALL_SCOPES, PREFIX, Org, error_of, organization
 from tests.fixtures.fixture_server import JWT_SHAPED
 from tests.principals import OPERATOR
 from toolcrib.errors import Forbidden, InvalidArguments
-from toolcrib.gateway import members
-from toolcrib.gateway.catalogs import sync_from_store
-from toolcrib.gateway.connections import add_connection, remove_connection, update_connection
-from toolcrib.gateway.identity import authenticate
+from toolcrib.gateway.connections.catalogs import sync_from_store
+from toolcrib.gateway.connections.manage import add_connection, remove_connection, update_connection
+from toolcrib.gateway.identity import members
+from toolcrib.gateway.identity.bearer import authenticate
 from toolcrib.store import connections as conn_store
 from toolcrib.store import members as member_store
 from toolcrib.store.connections import ConnectionRow

@@ -23,8 +23,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.conftest import Process
 from tests.e2e.mcpclient import connect, error_code, payload
 from tests.e2e.org import ALL_SCOPES, PREFIX, Org, organization
+from toolcrib.gateway.calls.results import is_protocol_meta_key
 from toolcrib.gateway.control import ControlPlane
-from toolcrib.gateway.results import is_protocol_meta_key
 from toolcrib.web.telemetry import OUTCOMES, UNKNOWN
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]

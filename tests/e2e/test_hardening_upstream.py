@@ -12,9 +12,9 @@ from tests.conftest import FIXTURE_SERVER
 from tests.e2e.inprocess import open_gateway, owner_token, settings_for
 from tests.principals import OPERATOR
 from toolcrib.errors import TooLarge
-from toolcrib.gateway.connections import add_connection
-from toolcrib.gateway.execute import execute_tool
-from toolcrib.gateway.members import operator_principal
+from toolcrib.gateway.calls.execute import execute_tool
+from toolcrib.gateway.connections.manage import add_connection
+from toolcrib.gateway.identity.members import operator_principal
 from toolcrib.store.tables import audit
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio, pytest.mark.usefixtures("on_each_store")]

@@ -21,8 +21,8 @@ from tests.conftest import Process
 from tests.e2e.mcpclient import payload
 from tests.e2e.org import READ_TOOL, error_of, names_of, organization, rpc
 from tests.principals import OPERATOR
-from toolcrib.gateway import members
-from toolcrib.gateway.connections import add_connection
+from toolcrib.gateway.connections.manage import add_connection
+from toolcrib.gateway.identity import members
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
 

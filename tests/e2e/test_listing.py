@@ -12,8 +12,8 @@ from tests.conftest import Process
 from tests.e2e.inprocess import open_gateway, owner_token, serve, settings_for
 from tests.e2e.mcpclient import connect
 from tests.principals import OPERATOR
-from toolcrib.gateway.connections import add_connection
-from toolcrib.gateway.surface import meta_tool_definitions
+from toolcrib.gateway.connections.manage import add_connection
+from toolcrib.gateway.discovery.surface import meta_tool_definitions
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio, pytest.mark.usefixtures("on_each_store")]
 

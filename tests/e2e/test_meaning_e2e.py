@@ -24,10 +24,10 @@ from tests.e2e.mcpclient import connect, gateway_payload
 from tests.e2e.org import names_of, organization
 from tests.fixtures.giant_tool import GIANT_TOOL_NAME
 from tests.principals import OPERATOR
-from toolcrib.gateway import restrictions
-from toolcrib.gateway.connections import add_connection
-from toolcrib.gateway.identity import authenticate
-from toolcrib.gateway.search import search_tools
+from toolcrib.gateway.connections.manage import add_connection
+from toolcrib.gateway.discovery.search import search_tools
+from toolcrib.gateway.governance import restrictions
+from toolcrib.gateway.identity.bearer import authenticate
 from toolcrib.search.semantic import Encoder
 from toolcrib.search.vectors import MODEL_ID, EncoderUnavailable, MiniLM
 from toolcrib.store.vectors import count_vectors

@@ -30,9 +30,10 @@ from tests.e2e.oauth_browser import confirm, follow, to_callback
 from tests.e2e.org import ALL_SCOPES
 from tests.fixtures.oauth_upstream import OAuthUpstream, serve_oauth_upstream
 from tests.principals import OPERATOR
-from toolcrib.gateway import connections, members
+from toolcrib.gateway.connections import manage as connections
 from toolcrib.gateway.core import Gateway
-from toolcrib.gateway.members import operator_principal
+from toolcrib.gateway.identity import members
+from toolcrib.gateway.identity.members import operator_principal
 from toolcrib.policy.gates import Principal
 from toolcrib.store.tables import audit, oauth_pending, upstream_tokens
 

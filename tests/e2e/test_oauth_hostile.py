@@ -37,9 +37,9 @@ from tests.e2e.oauth_person import (
 )
 from tests.e2e.org import rpc
 from tests.principals import OPERATOR
-from toolcrib.gateway import members
 from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.housekeeping import purge_expired
+from toolcrib.gateway.identity import members
 from toolcrib.store.tables import audit, grants, oauth_clients, oauth_codes
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]

@@ -18,7 +18,7 @@ from tests.e2e.inprocess import open_gateway, owner_token, serve, settings_for
 from tests.e2e.oauth_person import REDIRECT, Person, authorize_url, pkce, query_of, register
 from tests.e2e.org import rpc
 from tests.principals import OPERATOR
-from toolcrib.gateway import members
+from toolcrib.gateway.identity import members
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio, pytest.mark.usefixtures("on_each_store")]
 

@@ -21,7 +21,7 @@ from tests.e2e.mcpclient import gateway_payload
 from tests.e2e.oauth_person import MemoryStorage, Person, sdk_client, sdk_provider
 from tests.e2e.org import Org, names_of, organization, rpc
 from tests.principals import OPERATOR
-from toolcrib.gateway import members
+from toolcrib.gateway.identity import members
 from toolcrib.store.tables import audit, grants
 from toolcrib.store.tables import members as members_table
 

@@ -20,9 +20,10 @@ from tests.e2e.inprocess import open_gateway, owner_token, serve, settings_for
 from tests.e2e.mcpclient import connect, error_code, gateway_payload
 from tests.principals import OPERATOR
 from tests.web.asgi import asgi_client, bearer
-from toolcrib.gateway import members, restrictions
-from toolcrib.gateway.connections import add_connection, refresh_connection
+from toolcrib.gateway.connections.manage import add_connection, refresh_connection
 from toolcrib.gateway.core import Gateway
+from toolcrib.gateway.governance import restrictions
+from toolcrib.gateway.identity import members
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio, pytest.mark.usefixtures("on_each_store")]
 

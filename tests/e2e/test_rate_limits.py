@@ -21,9 +21,9 @@ from tests.e2e.inprocess import open_gateway, owner_token, serve, settings_for
 from tests.e2e.mcpclient import gateway_payload
 from tests.e2e.org import ALL_SCOPES, PREFIX
 from tests.principals import OPERATOR
-from toolcrib.gateway import members
-from toolcrib.gateway.connections import add_connection
+from toolcrib.gateway.connections.manage import add_connection
 from toolcrib.gateway.core import Gateway
+from toolcrib.gateway.identity import members
 from toolcrib.store.tables import audit
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("on_each_store")]

@@ -25,9 +25,9 @@ from tests.e2e.inprocess import open_gateway, owner_token, serve
 from tests.e2e.mcpclient import connect, gateway_payload
 from tests.pg import PostgresServer
 from tests.principals import OPERATOR
-from toolcrib.gateway import members
-from toolcrib.gateway.connections import add_connection
+from toolcrib.gateway.connections.manage import add_connection
 from toolcrib.gateway.core import Gateway
+from toolcrib.gateway.identity import members
 from toolcrib.settings import Settings
 from toolcrib.store import learning as learning_store
 

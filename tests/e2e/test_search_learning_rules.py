@@ -28,12 +28,14 @@ from tests.e2e.mcpclient import connect, gateway_payload
 from tests.principals import OPERATOR
 from tests.web.asgi import asgi_client, bearer
 from toolcrib.errors import InBandError, PermissionRequired
-from toolcrib.gateway import learning, members, pins
-from toolcrib.gateway.connections import add_connection, refresh_connection, remove_connection
+from toolcrib.gateway.calls.execute import execute_tool
+from toolcrib.gateway.connections import pins
+from toolcrib.gateway.connections.manage import add_connection, refresh_connection, remove_connection
 from toolcrib.gateway.core import Gateway
-from toolcrib.gateway.execute import execute_tool
-from toolcrib.gateway.identity import authenticate
-from toolcrib.gateway.search import search_tools
+from toolcrib.gateway.discovery import learning
+from toolcrib.gateway.discovery.search import search_tools
+from toolcrib.gateway.identity import members
+from toolcrib.gateway.identity.bearer import authenticate
 from toolcrib.policy.gates import Principal
 from toolcrib.store import learning as store
 from toolcrib.store.tables import audit, handles, searches

@@ -23,8 +23,8 @@ from tests.conftest import Process, start_fixture_http
 from tests.e2e.inprocess import open_gateway, owner_token, serve, settings_for
 from tests.e2e.mcpclient import connect, gateway_payload
 from tests.principals import OPERATOR
-from toolcrib.gateway import members
-from toolcrib.gateway.connections import add_connection
+from toolcrib.gateway.connections.manage import add_connection
+from toolcrib.gateway.identity import members
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
 

@@ -36,9 +36,9 @@ from tests.e2e.mcpclient import gateway_payload
 from tests.e2e.oauth_person import MemoryStorage, Person, sdk_client, sdk_provider
 from tests.e2e.org import names_of, rpc
 from tests.principals import OPERATOR
-from toolcrib.gateway import members
-from toolcrib.gateway.connections import add_connection
+from toolcrib.gateway.connections.manage import add_connection
 from toolcrib.gateway.core import Gateway
+from toolcrib.gateway.identity import members
 from toolcrib.store import members as member_store
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]

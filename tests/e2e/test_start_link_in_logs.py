@@ -22,9 +22,9 @@ from tests.e2e.inprocess import open_gateway, owner_token, serve, settings_for
 from tests.e2e.oauth_browser import follow
 from tests.fixtures.oauth_upstream import serve_oauth_upstream
 from toolcrib import tracing
-from toolcrib.gateway import connections
-from toolcrib.gateway.members import operator_principal
-from toolcrib.gateway.oauth_binding import START_PATH
+from toolcrib.gateway.connections import manage as connections
+from toolcrib.gateway.connections.oauth_binding import START_PATH
+from toolcrib.gateway.identity.members import operator_principal
 from toolcrib.otlp import Tracing, WithoutText
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]

@@ -23,7 +23,7 @@ from tests.conftest import free_port
 from tests.e2e.inprocess import open_gateway, owner_token, serve_asgi, settings_for
 from tests.netguard import Recorder, loopback_only
 from tests.principals import OPERATOR
-from toolcrib.gateway.connections import add_connection, connection_view
+from toolcrib.gateway.connections.manage import add_connection, connection_view
 from toolcrib.gateway.core import Gateway
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]

@@ -30,10 +30,11 @@ from tests.e2e.oauth_browser import follow, to_callback
 from tests.e2e.org import ALL_SCOPES
 from tests.fixtures.oauth_upstream import OAuthUpstream, serve_oauth_upstream
 from tests.principals import OPERATOR
-from toolcrib.gateway import connections, members
+from toolcrib.gateway.calls.execute import execute_tool
+from toolcrib.gateway.connections import manage as connections
 from toolcrib.gateway.core import Gateway
-from toolcrib.gateway.execute import execute_tool
-from toolcrib.gateway.members import operator_principal
+from toolcrib.gateway.identity import members
+from toolcrib.gateway.identity.members import operator_principal
 from toolcrib.store.tables import upstream_tokens
 
 pytestmark = pytest.mark.anyio

@@ -25,7 +25,7 @@ from tests.e2e.inprocess import open_gateway, owner_token, serve_asgi, settings_
 from tests.fixtures.fixture_server import build_server
 from tests.pg import read_rows
 from tests.principals import OPERATOR
-from toolcrib.gateway import connections
+from toolcrib.gateway.connections import manage as connections
 from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.orgfile.service import export_org, plan_file
 from toolcrib.store.tables import connections as connections_table

@@ -31,9 +31,10 @@ from tests.e2e.inprocess import open_gateway, owner_token, serve, settings_for
 from tests.fuzz.strategies import CONTROL_SCHEMAS, arguments_for
 from tests.principals import OPERATOR
 from tests.web.asgi import MCP_HEADERS, asgi_client
-from toolcrib.gateway import members, restrictions
-from toolcrib.gateway.connections import add_connection
-from toolcrib.gateway.surface import meta_input_schemas
+from toolcrib.gateway.connections.manage import add_connection
+from toolcrib.gateway.discovery.surface import meta_input_schemas
+from toolcrib.gateway.governance import restrictions
+from toolcrib.gateway.identity import members
 
 pytestmark = pytest.mark.e2e
 

@@ -22,11 +22,12 @@ from tests.e2e.inprocess import open_gateway, owner_token, settings_for
 from tests.fuzz.strategies import BIG_NUMBERS, ODD_TEXT
 from tests.principals import OPERATOR
 from tests.web.asgi import MCP_HEADERS, asgi_client, bearer
-from toolcrib.gateway import limits, members
-from toolcrib.gateway.buckets import buckets_for
-from toolcrib.gateway.connections import add_connection
+from toolcrib.gateway.connections.manage import add_connection
 from toolcrib.gateway.core import Gateway
-from toolcrib.policy.limits import MAX_PER_PERIOD
+from toolcrib.gateway.governance import rate_limits
+from toolcrib.gateway.governance.buckets import buckets_for
+from toolcrib.gateway.identity import members
+from toolcrib.policy.rate_limits import MAX_PER_PERIOD
 
 pytestmark = pytest.mark.e2e
 
@@ -143,9 +144,9 @@ def _surrogate(args: dict[str, Any]) -> bool:
 async def _reset(fuzz: Fuzz) -> int:
     """Remove every limit (as the host operator) and forget the buckets; how many there were."""
     operator = await members.operator_principal(fuzz.gw)
-    rules = await limits.list_limits(fuzz.gw, operator)
+    rules = await rate_limits.list_limits(fuzz.gw, operator)
     for rule in rules:
-        await limits.remove_limit(fuzz.gw, operator, rule.id)
+        await rate_limits.remove_limit(fuzz.gw, operator, rule.id)
     fuzz.gw.buckets = buckets_for(fuzz.gw.db)
     return len(rules)
 

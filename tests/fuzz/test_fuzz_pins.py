@@ -26,7 +26,7 @@ from tests.e2e.inprocess import open_gateway, owner_token, settings_for
 from tests.fuzz.strategies import json_values, text
 from tests.principals import OPERATOR
 from tests.web.asgi import MCP_HEADERS, asgi_client, bearer
-from toolcrib.gateway.connections import add_connection, refresh_connection
+from toolcrib.gateway.connections.manage import add_connection, refresh_connection
 
 pytestmark = pytest.mark.e2e
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from toolcrib.gateway.meaning import LiveIndex, Meaning
+from toolcrib.gateway.discovery.meaning import LiveIndex, Meaning
 from toolcrib.search.semantic import load_encoder
 
 TEXTS = [

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from toolcrib.errors import InvalidArguments
-from toolcrib.gateway.connection_definition import check_definition
+from toolcrib.gateway.connections.definition import check_definition
 
 
 def _pointers(**oauth_and_target: object) -> list[str]:

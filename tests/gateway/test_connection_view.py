@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from toolcrib.gateway.connections import connection_view
+from toolcrib.gateway.connections.manage import connection_view
 from toolcrib.store.connections import ConnectionRow
 from toolcrib.store.crypto import SecretBox
 

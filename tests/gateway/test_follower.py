@@ -20,11 +20,11 @@ from tests.e2e.inprocess import open_gateway, owner_token, settings_for
 from tests.e2e.org import names_of
 from tests.principals import OPERATOR
 
-from toolcrib.gateway.catalogs import sync_from_store
-from toolcrib.gateway.connections import add_connection, sync_connection
+from toolcrib.gateway.connections.catalogs import sync_from_store
+from toolcrib.gateway.connections.manage import add_connection, sync_connection
 from toolcrib.gateway.core import Gateway
-from toolcrib.gateway.identity import authenticate
-from toolcrib.gateway.search import search_tools
+from toolcrib.gateway.discovery.search import search_tools
+from toolcrib.gateway.identity.bearer import authenticate
 from toolcrib.store import connections as conn_store
 
 pytestmark = pytest.mark.anyio

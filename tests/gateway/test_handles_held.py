@@ -14,7 +14,7 @@ from tests.e2e.inprocess import open_gateway, settings_for
 
 from toolcrib.errors import HandleExpired, NotFound
 from toolcrib.gateway.core import Gateway
-from toolcrib.gateway.handles import issue_handles, resolve_handle
+from toolcrib.gateway.discovery.handles import issue_handles, resolve_handle
 from toolcrib.policy.gates import Principal
 from toolcrib.store import handles as handle_store
 from toolcrib.store.handles import HandleRow

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from toolcrib.catalog.pins import Pin, digest
-from toolcrib.gateway.pins import _view
+from toolcrib.gateway.connections.pins import _view
 from toolcrib.store.pins import Change
 
 ACCEPTED = {"description": "Sync the contacts of a mailing list.", "inputSchema": {}, "annotations": {}}

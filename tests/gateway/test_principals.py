@@ -25,41 +25,56 @@ from toolcrib.policy.gates import Operator, Principal, permitted, require
 from toolcrib.policy.scopes import SCOPES
 
 ESTABLISH_WHO_CALLS: dict[tuple[str, str], str] = {
-    ("identity", "authenticate"): "turns a bearer token into the principal",
-    ("members", "init_owner"): "creates the first principal there is; refuses once an owner exists",
-    ("members", "operator_principal"): "makes the host operator's principal from the store",
-    ("idp", "complete_sign_in"): "the identity provider's answer becomes a signed-in member",
-    ("idp", "sign_in_member"): "verified claims become a member (created or re-mapped, R-7.8)",
-    ("idp", "mint_session"): "the session grant of a member who just signed in",
-    ("grants", "new_session_grant"): "the sign-in session of a person the sign-in just verified",
-    ("idp", "refresh_member"): "re-maps a member's role from the identity provider at refresh",
+    ("identity.bearer", "authenticate"): "turns a bearer token into the principal",
+    ("identity.members", "init_owner"): "creates the first principal there is; refuses once an owner exists",
+    ("identity.members", "operator_principal"): "makes the host operator's principal from the store",
+    ("identity.idp", "complete_sign_in"): "the identity provider's answer becomes a signed-in member",
+    ("identity.idp", "sign_in_member"): "verified claims become a member (created or re-mapped, R-7.8)",
+    ("identity.idp", "mint_session"): "the session grant of a member who just signed in",
+    ("identity.grants", "new_session_grant"): "the sign-in session of a person the sign-in just verified",
+    ("identity.idp", "refresh_member"): "re-maps a member's role from the identity provider at refresh",
     (
-        "oauth_binding",
+        "connections.oauth_binding",
         "complete_callback",
     ): "a browser lands there from the provider; bound by state and cookie",
-    ("oauth_binding", "read_start"): "the start page a browser opens; bound by its single-use link",
-    ("oauth_binding", "confirm_start"): "the start page's confirmation; bound by its single-use link",
+    (
+        "connections.oauth_binding",
+        "read_start",
+    ): "the start page a browser opens; bound by its single-use link",
+    (
+        "connections.oauth_binding",
+        "confirm_start",
+    ): "the start page's confirmation; bound by its single-use link",
 }
 URL_HELPERS: dict[tuple[str, str], str] = {
-    ("connections", "secrets_of"): "names the values a call's free text is redacted of; acts on nothing",
-    ("oauth_binding", "start_link"): "spells a link from a token; acts on nothing",
-    ("oauth_binding", "callback_cookie_path"): "reads a setting; acts on nothing",
+    (
+        "connections.manage",
+        "secrets_of",
+    ): "names the values a call's free text is redacted of; acts on nothing",
+    ("connections.oauth_binding", "start_link"): "spells a link from a token; acts on nothing",
+    ("connections.oauth_binding", "callback_cookie_path"): "reads a setting; acts on nothing",
 }
-BROWSER_PAGES = {k for k in ESTABLISH_WHO_CALLS if k[0] == "oauth_binding"}
+BROWSER_PAGES = {k for k in ESTABLISH_WHO_CALLS if k[0] == "connections.oauth_binding"}
 """Pages a browser reaches without a grant: their ``signed_in`` is the console session if any
 (``None``: none), never a principal to skip checks for."""
 GATEWAY_MACHINERY: dict[tuple[str, str], str] = {
     (
-        "connections",
+        "connections.manage",
         "sync_connection",
     ): "a connection's catalog sync, started by the upstream or a checked act",
-    ("audit", "record_admin_act"): "writes the audit row of an act already decided, naming who acted",
-    ("audit_retention", "prune_audit"): "housekeeping's retention round; takes no caller's input",
-    ("catalogs", "install_catalog"): "makes a catalog a checked act or the follower stored live here",
-    ("catalogs", "reinstall"): "installs a connection as stored, after a checked act changed it",
-    ("catalogs", "forget_connection"): "takes a removed connection out of this process's memory",
-    ("catalogs", "sync_from_store"): "the follower's step: installs what other processes stored",
-    ("catalogs", "syncing"): "marks a connection this process syncs, so the follower leaves it be",
+    ("audit.entries", "record_admin_act"): "writes the audit row of an act already decided, naming who acted",
+    ("audit.retention", "prune_audit"): "housekeeping's retention round; takes no caller's input",
+    (
+        "connections.catalogs",
+        "install_catalog",
+    ): "makes a catalog a checked act or the follower stored live here",
+    ("connections.catalogs", "reinstall"): "installs a connection as stored, after a checked act changed it",
+    ("connections.catalogs", "forget_connection"): "takes a removed connection out of this process's memory",
+    ("connections.catalogs", "sync_from_store"): "the follower's step: installs what other processes stored",
+    (
+        "connections.catalogs",
+        "syncing",
+    ): "marks a connection this process syncs, so the follower leaves it be",
     ("follower", "follow"): "the background follower of other processes' changes",
     ("follower", "on_change"): "reloads what another process announced it changed",
     ("follower", "poll_interval"): "reads the settings; acts on nothing",
@@ -68,23 +83,35 @@ GATEWAY_MACHINERY: dict[tuple[str, str], str] = {
     ("housekeeping", "housekeep"): "one housekeeping round under the lease; takes no caller's input",
     ("housekeeping", "recover_orphans"): "marks dead processes' calls unknown; takes no caller's input",
     ("housekeeping", "purge_expired"): "deletes what outlived its lifetime; takes no caller's input",
-    ("grants", "revoke_all"): "revokes a member's grants when a checked act suspended or removed them",
-    ("oauth", "binding_of"): "how a checked call reaches its upstream grant",
-    ("oauth", "has_grant"): "whether the upstream grant exists, asked by the sync",
-    ("upstream_events", "on_tools_changed"): "the upstream session's callback when its tools changed",
-    ("upstream_events", "on_auth_needed"): "the upstream session's callback when its grant died",
-    ("upstream_events", "on_authorized"): "the upstream flow's callback when it ended",
-    ("oauth", "wait_authorized"): "the command line waits for the flow its checked act started",
+    (
+        "identity.grants",
+        "revoke_all",
+    ): "revokes a member's grants when a checked act suspended or removed them",
+    ("connections.upstream_oauth", "binding_of"): "how a checked call reaches its upstream grant",
+    ("connections.upstream_oauth", "has_grant"): "whether the upstream grant exists, asked by the sync",
+    (
+        "connections.upstream_events",
+        "on_tools_changed",
+    ): "the upstream session's callback when its tools changed",
+    ("connections.upstream_events", "on_auth_needed"): "the upstream session's callback when its grant died",
+    ("connections.upstream_events", "on_authorized"): "the upstream flow's callback when it ended",
+    (
+        "connections.upstream_oauth",
+        "wait_authorized",
+    ): "the command line waits for the flow its checked act started",
 }
 
 
 def _gateway_functions() -> Iterator[tuple[str, str, Callable[..., Any]]]:
-    for info in pkgutil.iter_modules(toolcrib.gateway.__path__):
-        module = importlib.import_module(f"toolcrib.gateway.{info.name}")
+    prefix = "toolcrib.gateway."
+    for info in pkgutil.walk_packages(toolcrib.gateway.__path__, prefix):
+        if info.name.startswith(f"{prefix}orgfile."):
+            continue  # the organization file's own modules: walked as one package, as before #33
+        module = importlib.import_module(info.name)
         for name in getattr(module, "__all__", ()):
             value = getattr(module, name)
             if inspect.isfunction(value):
-                yield info.name, name, value
+                yield info.name.removeprefix(prefix), name, value
 
 
 def _annotation(p: inspect.Parameter) -> str:

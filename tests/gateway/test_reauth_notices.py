@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from tests.e2e.inprocess import open_gateway, settings_for
 
+from toolcrib.gateway.connections.oauth_binding import START_PATH
+from toolcrib.gateway.connections.upstream_oauth import reauth_notices
 from toolcrib.gateway.core import Gateway
-from toolcrib.gateway.members import init_owner, operator_principal
-from toolcrib.gateway.oauth import reauth_notices
-from toolcrib.gateway.oauth_binding import START_PATH
+from toolcrib.gateway.identity.members import init_owner, operator_principal
 from toolcrib.store.connections import ConnectionRow
 
 pytestmark = pytest.mark.anyio

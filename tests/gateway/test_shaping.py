@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from toolcrib.gateway.shaping import (
+from toolcrib.gateway.calls.shaping import (
     DEPTH_MARKER,
     REDACTED,
     TRUNCATED_KEY,

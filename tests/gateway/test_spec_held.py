@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from tests.e2e.inprocess import open_gateway, settings_for
 
-from toolcrib.gateway.connections import spec_of
+from toolcrib.gateway.connections.manage import spec_of
 from toolcrib.gateway.core import Gateway
 from toolcrib.store.connections import ConnectionRow
 

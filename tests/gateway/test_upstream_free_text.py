@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from toolcrib.gateway.shaping import redact_text
+from toolcrib.gateway.calls.shaping import redact_text
 from toolcrib.upstream.spec import UpstreamSpec
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from toolcrib.gateway.url_secrets import (
+from toolcrib.gateway.connections.url_secrets import (
     connect_url,
     placeholder_url,
     public_url,

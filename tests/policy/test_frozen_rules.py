@@ -10,8 +10,8 @@ import pytest
 
 from tests.catalog.conftest import record_of
 from toolcrib.errors import InvalidArguments
-from toolcrib.gateway.audit import target_id
-from toolcrib.gateway.call_secrets import CallSecrets, redacting_relay
+from toolcrib.gateway.audit.entries import target_id
+from toolcrib.gateway.calls.call_secrets import CallSecrets, redacting_relay
 from toolcrib.policy.frozen import frozen_view, is_secret, load_frozen, says_credential, secret_strings
 from toolcrib.upstream.relay import CallRelay
 

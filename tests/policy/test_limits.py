@@ -9,16 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from toolcrib.errors import ConfigError
-from toolcrib.policy.limits import (
-    DAY,
-    MINUTE,
-    SLACK,
-    LimitRule,
-    Spend,
-    spends,
-    take,
-    validate_limit,
-)
+from toolcrib.policy.rate_limits import DAY, MINUTE, SLACK, LimitRule, Spend, spends, take, validate_limit
 
 START = 1_760_000_000.0  # times near today's: the float steps of a real clock
 EPS = 1e-9

@@ -9,9 +9,9 @@ from collections.abc import AsyncIterator
 import anyio
 import pytest
 
-from toolcrib.gateway import buckets as store
-from toolcrib.policy.limits import LimitRule, Spend, spends
-from toolcrib.store import limits as rule_store
+from toolcrib.gateway.governance import buckets as store
+from toolcrib.policy.rate_limits import LimitRule, Spend, spends
+from toolcrib.store import rate_limits as rule_store
 from toolcrib.store.database import Database
 
 pytestmark = pytest.mark.anyio

@@ -18,7 +18,7 @@ from tests.e2e.inprocess import open_gateway, owner_token, settings_for
 from tests.principals import OPERATOR
 from tests.web.asgi import asgi_client, call_tool, in_band_error, rest, rpc
 from toolcrib.errors import StoreBusy
-from toolcrib.gateway.connections import add_connection
+from toolcrib.gateway.connections.manage import add_connection
 from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.faults import in_band
 from toolcrib.policy.classify import classify_operation

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any
 
-import toolcrib.catalog.limits as limits
+import toolcrib.catalog.bounds as bounds
 from toolcrib.catalog._schema import is_open, properties, required, reverse_aliases, type_label
 from toolcrib.catalog.records import ExactRecord
 from toolcrib.catalog.sanitize import sanitize_text, truncate
@@ -98,7 +98,7 @@ def _missing_entry(alias: str, prop: Any) -> dict[str, Any]:
     return {
         "name": alias,
         "type": type_label(prop),
-        "description": sanitize_text(description, limits.INPUT_DESCRIPTION_CHARS),
+        "description": sanitize_text(description, bounds.INPUT_DESCRIPTION_CHARS),
     }
 
 

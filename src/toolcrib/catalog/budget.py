@@ -13,7 +13,7 @@ import json
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-import toolcrib.catalog.limits as limits
+import toolcrib.catalog.bounds as bounds
 
 __all__ = ["compact_json", "fit_search_response", "json_size", "shrink_card"]
 
@@ -84,12 +84,12 @@ def fit_search_response(
     if not_connected is not None:
         response["not_connected"] = []
     _add_names(response, restricted, not_connected, budget=_NAMES_SHARE)
-    for card in cards[: limits.SEARCH_MAX_CARDS]:
-        room = limits.SEARCH_RESPONSE_BYTES - json_size(response) - (1 if response["results"] else 0)
-        fitted = shrink_card(card, min(limits.SEARCH_CARD_BYTES, room))
+    for card in cards[: bounds.SEARCH_MAX_CARDS]:
+        room = bounds.SEARCH_RESPONSE_BYTES - json_size(response) - (1 if response["results"] else 0)
+        fitted = shrink_card(card, min(bounds.SEARCH_CARD_BYTES, room))
         if fitted is not None:
             response["results"].append(fitted)
-    _add_names(response, restricted, not_connected, budget=limits.SEARCH_RESPONSE_BYTES)
+    _add_names(response, restricted, not_connected, budget=bounds.SEARCH_RESPONSE_BYTES)
     return response
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
-import toolcrib.catalog.limits as limits
+import toolcrib.catalog.bounds as bounds
 from toolcrib.catalog._schema import properties, required, type_label
 from toolcrib.catalog.budget import shrink_card
 from toolcrib.catalog.records import ExactRecord
@@ -42,18 +42,18 @@ def build_card(record: ExactRecord, *, risk: str, frozen: Collection[str] = ()) 
     props = properties(record.input_schema)
     inputs = [
         project_input(aliases[n], props.get(n), required=n in needed)
-        for n in ordered[: limits.MAX_PROJECTED_INPUTS]
+        for n in ordered[: bounds.MAX_PROJECTED_INPUTS]
     ]
     card: dict[str, Any] = {
         "name": record.public_name,
         "connector": sanitize_text(record.connector, _LABEL_CHARS),
         "account": record.account,
-        "description": sanitize_text(record.description, limits.CARD_DESCRIPTION_CHARS),
+        "description": sanitize_text(record.description, bounds.CARD_DESCRIPTION_CHARS),
         "risk": risk,
         "inputs": inputs,
         "complete": card_is_complete(record, frozen=frozen),
     }
-    stored = shrink_card(card, limits.MAX_CARD_BYTES)
+    stored = shrink_card(card, bounds.MAX_CARD_BYTES)
     if stored is None:  # only a pathological name or label could do this; keep the bare card
         return {**card, "description": "", "inputs": [], "complete": False}
     return stored
@@ -65,7 +65,7 @@ def card_is_complete(record: ExactRecord, *, frozen: Collection[str] = ()) -> bo
     if any(key in schema for key in _COMBINATORS):
         return False
     names = [exact for exact in record.aliases.values() if exact not in frozen]
-    if len(names) > limits.MAX_PROJECTED_INPUTS:
+    if len(names) > bounds.MAX_PROJECTED_INPUTS:
         return False
     props = properties(schema)
     return all(name in props and _expressible(props[name]) for name in required(schema) if name not in frozen)
@@ -76,12 +76,12 @@ def project_input(alias: str, prop: Any, *, required: bool) -> dict[str, Any]:
     entry: dict[str, Any] = {"name": alias, "type": type_label(prop), "required": required}
     if not isinstance(prop, dict):
         return entry
-    description = sanitize_text(prop.get("description"), limits.INPUT_DESCRIPTION_CHARS)
+    description = sanitize_text(prop.get("description"), bounds.INPUT_DESCRIPTION_CHARS)
     if description:
         entry["description"] = description
     enum = prop.get("enum")
     if isinstance(enum, list):
-        shown = [v for v in enum if _showable(v)][: limits.MAX_ENUM_VALUES]
+        shown = [v for v in enum if _showable(v)][: bounds.MAX_ENUM_VALUES]
         if shown:
             entry["enum"] = shown
     if "default" in prop and _showable(prop["default"]):
@@ -107,7 +107,7 @@ def _expressible(prop: Any) -> bool:
 def _showable(value: Any) -> bool:
     """An enum value or default shown verbatim: a short scalar that sanitization leaves intact."""
     if value is None or isinstance(value, bool | int | float):
-        return len(str(value)) <= limits.MAX_VALUE_CHARS
+        return len(str(value)) <= bounds.MAX_VALUE_CHARS
     if isinstance(value, str):
-        return len(value) <= limits.MAX_VALUE_CHARS and sanitize_text(value, limits.MAX_VALUE_CHARS) == value
+        return len(value) <= bounds.MAX_VALUE_CHARS and sanitize_text(value, bounds.MAX_VALUE_CHARS) == value
     return False

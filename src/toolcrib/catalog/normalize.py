@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import toolcrib.catalog.limits as limits
+import toolcrib.catalog.bounds as bounds
 from toolcrib.catalog._lures import is_lure
 from toolcrib.catalog._measure import measure
 from toolcrib.catalog._schema import top_level_names
@@ -24,7 +24,7 @@ from toolcrib.errors import CatalogRefused
 
 __all__ = ["normalize_catalog", "normalize_tool"]
 
-_TOOL_NAME = re.compile(rf"[A-Za-z0-9_.\-]{{1,{limits.MAX_TOOL_NAME_CHARS}}}")
+_TOOL_NAME = re.compile(rf"[A-Za-z0-9_.\-]{{1,{bounds.MAX_TOOL_NAME_CHARS}}}")
 _UNSAFE_NAME_CHARS = re.compile(r"[^A-Za-z0-9_.\-]+")
 _MAX_ANNOTATION_BYTES = 16 * 1024
 DUPLICATE_REASON = "duplicate tool name: the first definition in the catalog is kept"
@@ -45,10 +45,10 @@ def normalize_catalog(
     """
     if isinstance(tools, str | bytes) or not isinstance(tools, Sequence):
         raise CatalogRefused("the catalog is not a list of tools")
-    if len(tools) > limits.MAX_CATALOG_TOOLS:
+    if len(tools) > bounds.MAX_CATALOG_TOOLS:
         raise CatalogRefused(f"the catalog lists {len(tools):,} tools, over the limit of 5,000")
-    size = raw_bytes if raw_bytes is not None else measure(tools, max_bytes=limits.MAX_CATALOG_BYTES).size
-    if size > limits.MAX_CATALOG_BYTES:
+    size = raw_bytes if raw_bytes is not None else measure(tools, max_bytes=bounds.MAX_CATALOG_BYTES).size
+    if size > bounds.MAX_CATALOG_BYTES:
         raise CatalogRefused(f"the catalog is over the limit of 16 MiB ({size:,} bytes)")
     records: list[ExactRecord] = []
     seen: set[str] = set()
@@ -82,11 +82,11 @@ def normalize_tool(account: str, connector: str, raw: Any) -> ExactRecord:
         account=account,
         connector=connector,
         name=name,
-        description=description[: limits.MAX_PROSE_CHARS] if isinstance(description, str) else "",
+        description=description[: bounds.MAX_PROSE_CHARS] if isinstance(description, str) else "",
         input_schema=_copy(schema),
         schema_hash=schema_hash(schema),
         aliases=build_aliases(top_level_names(schema)),
-        output_schema=_bounded_object(raw.get("outputSchema"), limits.MAX_SCHEMA_BYTES),
+        output_schema=_bounded_object(raw.get("outputSchema"), bounds.MAX_SCHEMA_BYTES),
         annotations=_bounded_object(raw.get("annotations"), _MAX_ANNOTATION_BYTES) or {},
     )
 
@@ -94,13 +94,13 @@ def normalize_tool(account: str, connector: str, raw: Any) -> ExactRecord:
 def _schema_problem(schema: Any) -> str | None:
     if not isinstance(schema, dict):
         return "missing, or not a JSON object"
-    size = measure(schema, max_bytes=limits.MAX_SCHEMA_BYTES, max_depth=limits.MAX_SCHEMA_DEPTH)
+    size = measure(schema, max_bytes=bounds.MAX_SCHEMA_BYTES, max_depth=bounds.MAX_SCHEMA_DEPTH)
     if size.problem:
         return f"not JSON ({size.problem})"
-    if size.size > limits.MAX_SCHEMA_BYTES:
-        return f"over the limit of {limits.MAX_SCHEMA_BYTES:,} bytes"
-    if size.depth > limits.MAX_SCHEMA_DEPTH:
-        return f"nested deeper than {limits.MAX_SCHEMA_DEPTH} levels"
+    if size.size > bounds.MAX_SCHEMA_BYTES:
+        return f"over the limit of {bounds.MAX_SCHEMA_BYTES:,} bytes"
+    if size.depth > bounds.MAX_SCHEMA_DEPTH:
+        return f"nested deeper than {bounds.MAX_SCHEMA_DEPTH} levels"
     declared = schema.get("type", "object")
     if declared != "object" and not (isinstance(declared, list) and "object" in declared):
         return "does not describe an object of arguments"
@@ -115,8 +115,8 @@ def _schema_problem(schema: Any) -> str | None:
 def _bounded_object(value: Any, max_bytes: int) -> dict[str, Any] | None:
     if not isinstance(value, dict):
         return None
-    size = measure(value, max_bytes=max_bytes, max_depth=limits.MAX_SCHEMA_DEPTH)
-    if size.problem or size.size > max_bytes or size.depth > limits.MAX_SCHEMA_DEPTH:
+    size = measure(value, max_bytes=max_bytes, max_depth=bounds.MAX_SCHEMA_DEPTH)
+    if size.problem or size.size > max_bytes or size.depth > bounds.MAX_SCHEMA_DEPTH:
         return None
     return _copy(value)
 
@@ -128,7 +128,7 @@ def _copy(value: dict[str, Any]) -> dict[str, Any]:
 
 
 def _refused(account: str, connector: str, name: str | None, reason: str) -> ExactRecord:
-    shown = _UNSAFE_NAME_CHARS.sub("_", name)[: limits.MAX_TOOL_NAME_CHARS] if name else "(unnamed)"
+    shown = _UNSAFE_NAME_CHARS.sub("_", name)[: bounds.MAX_TOOL_NAME_CHARS] if name else "(unnamed)"
     return ExactRecord(
         account=account,
         connector=connector,

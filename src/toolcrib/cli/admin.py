@@ -100,7 +100,7 @@ def connections_add(
     open it, authorize, and the provider sends you to the serving gateway's ``/oauth/callback``;
     this command waits for that (up to the link's lifetime) and prints the connection.
     """
-    from toolcrib.gateway import connections
+    from toolcrib.gateway.connections import manage as connections
 
     if new_tools not in ("accept", "review"):
         fail(
@@ -144,7 +144,8 @@ async def _authorized(gw: Gateway, row: Any) -> dict[str, Any]:
     printed first (R-13.6: it is the gateway's page, never the provider's URL) and the view once
     the authorization ended (#14). The flow lives in this process (it holds the PKCE verifier), so
     the command stays until it ends: a link it left behind could not be used."""
-    from toolcrib.gateway import connections, oauth
+    from toolcrib.gateway.connections import manage as connections
+    from toolcrib.gateway.connections import upstream_oauth as oauth
 
     view = connections.connection_view(row)
     url = view.get("authorize_url")
@@ -173,7 +174,7 @@ def _exit_unless_active(view: dict[str, Any], as_json: bool) -> None:
 @connections_app.command("list")
 def connections_list(database: str | None = DatabaseOption, as_json: bool = JsonOption) -> None:
     """Connections with status, reason and tool count."""
-    from toolcrib.gateway import connections
+    from toolcrib.gateway.connections import manage as connections
 
     async def work(gw: Gateway, op: Principal) -> list[dict[str, Any]]:
         return [connections.connection_view(r) for r in await connections.list_connections(gw, op)]
@@ -192,7 +193,7 @@ def connections_refresh(
     as_json: bool = JsonOption,
 ) -> None:
     """Re-read a connection's catalog (an OAuth connection needing it: print a link to authorize)."""
-    from toolcrib.gateway import connections
+    from toolcrib.gateway.connections import manage as connections
 
     _check("connections", "refresh", name=name)
 
@@ -207,7 +208,7 @@ def connections_refresh(
 @connections_app.command("remove")
 def connections_remove(name: str, database: str | None = DatabaseOption) -> None:
     """Remove a connection and its catalog."""
-    from toolcrib.gateway import connections
+    from toolcrib.gateway.connections import manage as connections
 
     _check("connections", "delete", name=name)
     run_as_operator(database, lambda gw, op: connections.remove_connection(gw, name, op))
@@ -222,7 +223,7 @@ def members_add(
     as_json: bool = JsonOption,
 ) -> None:
     """Add a member with a role."""
-    from toolcrib.gateway import members
+    from toolcrib.gateway.identity import members
 
     _check("members", "invite", name=name, role=role)
 
@@ -235,7 +236,7 @@ def members_add(
 @members_app.command("list")
 def members_list(database: str | None = DatabaseOption, as_json: bool = JsonOption) -> None:
     """Members with role and status."""
-    from toolcrib.gateway import members
+    from toolcrib.gateway.identity import members
 
     async def work(gw: Gateway, op: Principal) -> list[dict[str, Any]]:
         return [members.member_view(m) for m in await members.list_members(gw, op)]
@@ -252,7 +253,7 @@ def members_set_role(
 ) -> None:
     """Change a member's role (takes effect within the policy cache time). The role is pinned
     against the identity provider's groups unless --unpin."""
-    from toolcrib.gateway import members
+    from toolcrib.gateway.identity import members
 
     _check("members", "update_role", name=name, role=role)
 
@@ -263,7 +264,7 @@ def members_set_role(
 @members_app.command("suspend")
 def members_suspend(name: str, database: str | None = DatabaseOption) -> None:
     """Suspend a member (their next call fails)."""
-    from toolcrib.gateway import members
+    from toolcrib.gateway.identity import members
 
     _check("members", "suspend", name=name)
     run_as_operator(database, lambda gw, op: members.suspend_member(gw, name, op))
@@ -273,7 +274,7 @@ def members_suspend(name: str, database: str | None = DatabaseOption) -> None:
 @members_app.command("remove")
 def members_remove(name: str, database: str | None = DatabaseOption) -> None:
     """Remove a member and revoke their grants."""
-    from toolcrib.gateway import members
+    from toolcrib.gateway.identity import members
 
     _check("members", "remove", name=name)
     run_as_operator(database, lambda gw, op: members.remove_member(gw, name, op))
@@ -291,7 +292,7 @@ def tokens_create(
     as_json: bool = JsonOption,
 ) -> None:
     """Create a personal access token; it is printed once."""
-    from toolcrib.gateway import members
+    from toolcrib.gateway.identity import members
 
     scopes = scopes or members.DEFAULT_SCOPES.replace(" ", ",")
     _check("grants", "create", member=member, scopes=scopes)
@@ -314,7 +315,7 @@ def tokens_list(
     as_json: bool = JsonOption,
 ) -> None:
     """Grants (never the tokens themselves)."""
-    from toolcrib.gateway import members
+    from toolcrib.gateway.identity import members
 
     _check("grants", "list", member=member)
 
@@ -329,7 +330,7 @@ def tokens_list(
 @tokens_app.command("revoke")
 def tokens_revoke(grant_id: str, database: str | None = DatabaseOption) -> None:
     """Revoke a grant (its next call fails)."""
-    from toolcrib.gateway import members
+    from toolcrib.gateway.identity import members
 
     _check("grants", "revoke", id=grant_id)
     run_as_operator(database, lambda gw, op: members.revoke_token(gw, grant_id, op))
@@ -348,7 +349,7 @@ def restrictions_add(
     as_json: bool = JsonOption,
 ) -> None:
     """Add an allow or block rule for a role or a user."""
-    from toolcrib.gateway import restrictions
+    from toolcrib.gateway.governance import restrictions
 
     if (role is None) == (user is None):
         raise typer.BadParameter("give exactly one of --role or --user")
@@ -383,7 +384,7 @@ def restrictions_add(
 @restrictions_app.command("list")
 def restrictions_list(database: str | None = DatabaseOption, as_json: bool = JsonOption) -> None:
     """Every rule, in words."""
-    from toolcrib.gateway import restrictions
+    from toolcrib.gateway.governance import restrictions
 
     async def work(gw: Gateway, op: Principal) -> list[dict[str, Any]]:
         return [restrictions.rule_view(r, gw.catalogs) for r in await restrictions.list_restrictions(gw, op)]
@@ -394,7 +395,7 @@ def restrictions_list(database: str | None = DatabaseOption, as_json: bool = Jso
 @restrictions_app.command("remove")
 def restrictions_remove(rule_id: str, database: str | None = DatabaseOption) -> None:
     """Delete a rule."""
-    from toolcrib.gateway import restrictions
+    from toolcrib.gateway.governance import restrictions
 
     _check("restrictions", "delete", id=rule_id)
     run_as_operator(database, lambda gw, op: restrictions.remove_restriction(gw, rule_id, op))
@@ -410,7 +411,7 @@ def restrictions_explain(
     as_json: bool = JsonOption,
 ) -> None:
     """Which rules decide whether a user (or role) reaches ``account__tool``."""
-    from toolcrib.gateway import restrictions
+    from toolcrib.gateway.governance import restrictions
 
     _check("restrictions", "explain", tool=tool, user=user, role=role)
 
@@ -440,7 +441,7 @@ def frozen_set(
     database: str | None = DatabaseOption,
 ) -> None:
     """Freeze PARAM of ACCOUNT's TOOL to JSON_VALUE."""
-    from toolcrib.gateway import restrictions
+    from toolcrib.gateway.governance import restrictions
     from toolcrib.policy.frozen import ACTIVE
 
     _check("frozen", "set", account=account, tool=tool, param=param, value=json_value, secret=secret)
@@ -463,7 +464,7 @@ def frozen_set(
 @frozen_app.command("unset")
 def frozen_unset(account: str, tool: str, param: str, database: str | None = DatabaseOption) -> None:
     """Unfreeze a parameter."""
-    from toolcrib.gateway import restrictions
+    from toolcrib.gateway.governance import restrictions
 
     _check("frozen", "unset", account=account, tool=tool, param=param)
 
@@ -478,7 +479,7 @@ def frozen_unset(account: str, tool: str, param: str, database: str | None = Dat
 def frozen_list(database: str | None = DatabaseOption, as_json: bool = JsonOption) -> None:
     """Every frozen parameter; a secret one shows as "secret, set", never its value; each with its
     status: active, waiting for the tool (not listed yet), or held (the tool lacks the parameter)."""
-    from toolcrib.gateway import restrictions
+    from toolcrib.gateway.governance import restrictions
     from toolcrib.policy.frozen import SECRET_SHOWN
 
     async def work(gw: Gateway, op: Principal) -> list[dict[str, Any]]:
@@ -497,7 +498,7 @@ def tools_list(
     as_json: bool = JsonOption,
 ) -> None:
     """The connected tools (models find them with search; they are never listed to a model)."""
-    from toolcrib.gateway.tools import list_tools
+    from toolcrib.gateway.discovery.tools import list_tools
 
     rows = run_as_operator(database, lambda gw, op: list_tools(gw, op, connection))
     emit(rows, as_json, columns=["name", "connection", "status", "risk", "description"])
@@ -510,7 +511,7 @@ def tools_changes(
     as_json: bool = JsonOption,
 ) -> None:
     """Tools held because their server changed them since they were accepted, with the diff (R-13.4)."""
-    from toolcrib.gateway import pins
+    from toolcrib.gateway.connections import pins
 
     _check("tools", "changes", account=connection)
 
@@ -539,7 +540,7 @@ def tools_accept(
     as_json: bool = JsonOption,
 ) -> None:
     """Accept the definition a held tool offers now: it is searchable and runs again."""
-    from toolcrib.gateway import pins
+    from toolcrib.gateway.connections import pins
 
     _check("tools", "accept", account=account, tool=tool, sha256=sha256)
 
@@ -554,7 +555,7 @@ def tools_reject(
     account: str, tool: str, database: str | None = DatabaseOption, as_json: bool = JsonOption
 ) -> None:
     """Keep a held tool held; it leaves `tools changes` until its server offers another definition."""
-    from toolcrib.gateway import pins
+    from toolcrib.gateway.connections import pins
 
     _check("tools", "reject", account=account, tool=tool)
 
@@ -567,7 +568,7 @@ def tools_reject(
 @tools_app.command("classify")
 def tools_classify(account: str, tool: str, risk: str, database: str | None = DatabaseOption) -> None:
     """Override a tool's classification: read, write, destructive or forbidden."""
-    from toolcrib.gateway import restrictions
+    from toolcrib.gateway.governance import restrictions
     from toolcrib.policy.frozen import ACTIVE
 
     async def work(gw: Gateway, op: Principal) -> str:
@@ -614,7 +615,7 @@ def audit_search(
     as_json: bool = JsonOption,
 ) -> None:
     """Audit entries, newest first."""
-    from toolcrib.gateway import audit
+    from toolcrib.gateway.audit import entries as audit
 
     f = _filter(member, account, operation, outcome, since, until, limit)
     _check(
@@ -643,7 +644,7 @@ def audit_export(
 ) -> None:
     """Export entries as JSON lines, oldest first, streamed a page at a time (archive before
     retention deletes them, R-11.4)."""
-    from toolcrib.gateway import audit
+    from toolcrib.gateway.audit import entries as audit
 
     if limit is not None and limit < 1:
         raise ConfigError("--limit must be positive")

@@ -33,7 +33,7 @@ def approvals_set(
     as_json: bool = JsonOption,
 ) -> None:
     """Require an approval for calls of RISK (read, write or destructive)."""
-    from toolcrib.gateway import approvals
+    from toolcrib.gateway.governance import approvals
 
     async def work(gw: Gateway, op: Principal) -> list[dict[str, Any]]:
         rules = await approvals.set_approval_rule(
@@ -47,7 +47,7 @@ def approvals_set(
 @approvals_app.command("list")
 def approvals_list(database: str | None = DatabaseOption, as_json: bool = JsonOption) -> None:
     """The approval rules."""
-    from toolcrib.gateway import approvals
+    from toolcrib.gateway.governance import approvals
 
     async def work(gw: Gateway, op: Principal) -> list[dict[str, Any]]:
         return [approvals.rule_view(r) for r in await approvals.list_approval_rules(gw, op)]
@@ -60,7 +60,7 @@ def approvals_approve(
     approval_id: str, database: str | None = DatabaseOption, as_json: bool = JsonOption
 ) -> None:
     """Approve a held call: the same call by the same member then runs once."""
-    from toolcrib.gateway import approvals
+    from toolcrib.gateway.governance import approvals
 
     async def work(gw: Gateway, op: Principal) -> dict[str, Any]:
         return approvals.approval_view(await approvals.approve(gw, approval_id, op))
@@ -73,7 +73,7 @@ def approvals_decline(
     approval_id: str, database: str | None = DatabaseOption, as_json: bool = JsonOption
 ) -> None:
     """Decline a held call: it does not run, and its arguments are forgotten."""
-    from toolcrib.gateway import approvals
+    from toolcrib.gateway.governance import approvals
 
     async def work(gw: Gateway, op: Principal) -> dict[str, Any]:
         return approvals.approval_view(await approvals.decline(gw, approval_id, op))

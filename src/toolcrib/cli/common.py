@@ -89,7 +89,7 @@ def run_as_operator(
     active owner holding every scope, through the same checks as every other face."""
 
     async def as_operator(gw: Gateway) -> T:
-        from toolcrib.gateway.members import operator_principal
+        from toolcrib.gateway.identity.members import operator_principal
 
         return await work(gw, await operator_principal(gw))
 

@@ -31,8 +31,8 @@ def grants_list(
     as_json: bool = JsonOption,
 ) -> None:
     """Grants with their client, scopes, creation and last use (never a token)."""
-    from toolcrib.gateway import grants
-    from toolcrib.gateway.members import operator_principal
+    from toolcrib.gateway.identity import grants
+    from toolcrib.gateway.identity.members import operator_principal
 
     async def work(gw: Gateway) -> list[dict[str, Any]]:
         return await grants.list_grants(gw, await operator_principal(gw), member)
@@ -43,8 +43,8 @@ def grants_list(
 @grants_app.command("revoke")
 def grants_revoke(grant_id: str, database: str | None = DatabaseOption) -> None:
     """Revoke a grant: its tokens (an OAuth grant's refresh token too) stop on their next use."""
-    from toolcrib.gateway import grants
-    from toolcrib.gateway.members import operator_principal
+    from toolcrib.gateway.identity import grants
+    from toolcrib.gateway.identity.members import operator_principal
 
     async def work(gw: Gateway) -> None:
         await grants.revoke_grant(gw, await operator_principal(gw), grant_id)

@@ -12,7 +12,7 @@ from toolcrib.cli import admin, orgfile, reference
 from toolcrib.cli.approvals import approvals_app
 from toolcrib.cli.common import DatabaseOption, JsonOption, console, emit, fail, run_gateway, settings_for
 from toolcrib.cli.grants import grants_app
-from toolcrib.cli.limits import limits_app
+from toolcrib.cli.rate_limits import limits_app
 from toolcrib.cli.search import search_app
 from toolcrib.errors import InBandError, InvalidArguments
 
@@ -71,8 +71,8 @@ app.add_typer(search_app, name="search")  # `toolcrib search QUERY`, and what se
 
 def _check_meta(name: str, arguments: dict[str, Any]) -> None:
     """Validate by the meta-tool's listed ``inputSchema``, as the MCP face does (R-10.2)."""
+    from toolcrib.gateway.discovery.surface import meta_input_schemas
     from toolcrib.gateway.inputs import validate_input
-    from toolcrib.gateway.surface import meta_input_schemas
 
     try:
         validate_input(meta_input_schemas()[name], arguments)
@@ -132,7 +132,7 @@ def init(
     With no database named anywhere, it creates ``toolcrib.db`` here and writes ``toolcrib.toml``
     naming it, which every other command then reads."""
     from toolcrib.cli.database import DEFAULT_DATABASE, find_database, remember_database
-    from toolcrib.gateway import members
+    from toolcrib.gateway.identity import members
 
     if find_database(database) is None:
         database = DEFAULT_DATABASE
@@ -158,8 +158,8 @@ def search(
     as_json: bool = JsonOption,
 ) -> None:
     """Search connected tools, exactly as search_tools answers a model."""
-    from toolcrib.gateway import members
-    from toolcrib.gateway.search import search_tools
+    from toolcrib.gateway.discovery.search import search_tools
+    from toolcrib.gateway.identity import members
 
     _check_meta("search_tools", {"query": query, "limit": limit})
 
@@ -194,8 +194,8 @@ def call(
     as_json: bool = JsonOption,
 ) -> None:
     """Run one connected tool through the same pipeline as execute_tool."""
-    from toolcrib.gateway import members
-    from toolcrib.gateway.execute import execute_tool
+    from toolcrib.gateway.calls.execute import execute_tool
+    from toolcrib.gateway.identity import members
 
     try:
         arguments = json.loads(args)

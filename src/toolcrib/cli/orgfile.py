@@ -123,7 +123,7 @@ def export(
     """Write the organization as a file; secrets as ${env:NAME} references, never values."""
 
     async def work(gw: Gateway) -> str:
-        from toolcrib.gateway.members import operator_principal
+        from toolcrib.gateway.identity.members import operator_principal
         from toolcrib.gateway.orgfile.service import export_org
 
         return await export_org(gw, await operator_principal(gw))

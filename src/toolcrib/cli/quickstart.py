@@ -14,7 +14,8 @@ import anyio
 
 from toolcrib.cli.common import console, escape
 from toolcrib.errors import ConfigError
-from toolcrib.gateway import connections, members
+from toolcrib.gateway.connections import manage as connections
+from toolcrib.gateway.identity import members
 from toolcrib.gateway.process import open_gateway
 from toolcrib.settings import Settings
 

@@ -53,7 +53,8 @@ def _check(op: str, **arguments: Any) -> None:
 @search_app.command("examples")
 def search_examples(database: str | None = DatabaseOption, as_json: bool = JsonOption) -> None:
     """Per tool: how many past searches led to it, and from how many members (never their text)."""
-    from toolcrib.gateway import learning, members
+    from toolcrib.gateway.discovery import learning
+    from toolcrib.gateway.identity import members
 
     async def work(gw: Gateway) -> list[dict[str, Any]]:
         return await learning.example_counts(gw, await members.operator_principal(gw))
@@ -68,7 +69,8 @@ def search_forget(
     as_json: bool = JsonOption,
 ) -> None:
     """Forget what search learned of one tool, or of every tool."""
-    from toolcrib.gateway import learning, members
+    from toolcrib.gateway.discovery import learning
+    from toolcrib.gateway.identity import members
 
     _check("forget", tool=tool)
 

@@ -16,20 +16,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolcrib.errors import InvalidArguments, NotFound
-from toolcrib.gateway import (
-    approvals,
-    audit,
-    connections,
-    diagnose,
-    grants,
-    learning,
-    limits,
-    members,
-    pins,
-    restrictions,
-    results,
-)
+from toolcrib.gateway.audit import entries as audit
+from toolcrib.gateway.calls import results
+from toolcrib.gateway.connections import manage as connections
+from toolcrib.gateway.connections import pins
 from toolcrib.gateway.core import Gateway
+from toolcrib.gateway.discovery import diagnose, learning
+from toolcrib.gateway.governance import approvals, rate_limits, restrictions
+from toolcrib.gateway.identity import grants, members
 from toolcrib.gateway.inputs import validate_input
 from toolcrib.policy.classify import classify_operation
 from toolcrib.policy.gates import Principal, can_use_operation, require_execute, require_operation
@@ -319,7 +313,7 @@ def _whole(value: Any) -> Any:
     "member role account tool per_minute:integer per_day:integer",
 )
 async def _limits_set(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
-    rule = await limits.set_limit(
+    rule = await rate_limits.set_limit(
         gw,
         caller,
         member=arguments.get("member"),
@@ -329,17 +323,17 @@ async def _limits_set(gw: Gateway, caller: Principal, arguments: dict[str, Any])
         per_minute=_whole(arguments.get("per_minute")),
         per_day=_whole(arguments.get("per_day")),
     )
-    return limits.limit_view(rule)
+    return rate_limits.limit_view(rule)
 
 
 @_op("limits", "list", "List rate limits.")
 async def _limits_list(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
-    return [limits.limit_view(r) for r in await limits.list_limits(gw, caller)]
+    return [rate_limits.limit_view(r) for r in await rate_limits.list_limits(gw, caller)]
 
 
 @_op("limits", "remove", "Remove a rate limit.", "id", "id")
 async def _limits_remove(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
-    await limits.remove_limit(gw, caller, arguments["id"])
+    await rate_limits.remove_limit(gw, caller, arguments["id"])
     return {"removed": arguments["id"]}
 
 
@@ -540,5 +534,5 @@ class ControlPlane:
                 exc.accepted,
             ) from exc
         if classify_operation(op.operation) != "read":  # a write spends from the caller's limits
-            await limits.check_write(self._gw, principal)
+            await rate_limits.check_write(self._gw, principal)
         return {"result": await op.handler(self._gw, principal, checked)}

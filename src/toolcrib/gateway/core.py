@@ -25,21 +25,21 @@ import anyio
 
 from toolcrib.addresses import AddressPolicy
 from toolcrib.auth.tokens import new_instance_id
-from toolcrib.gateway.audit_delivery import AuditStream
-from toolcrib.gateway.buckets import buckets_for
-from toolcrib.gateway.cards import CardCache
-from toolcrib.gateway.examples import LearnedExamples
-from toolcrib.gateway.meaning import LiveIndex, Meaning
+from toolcrib.gateway.audit.delivery import AuditStream
+from toolcrib.gateway.discovery.cards import CardCache
+from toolcrib.gateway.discovery.examples import LearnedExamples
+from toolcrib.gateway.discovery.meaning import LiveIndex, Meaning
+from toolcrib.gateway.governance.buckets import buckets_for
 from toolcrib.policy.approvals import ApprovalRule
 from toolcrib.policy.classify import classify
 from toolcrib.policy.frozen import FrozenValues, load_frozen
-from toolcrib.policy.limits import LimitRule
+from toolcrib.policy.rate_limits import LimitRule
 from toolcrib.policy.rules import Rule
 from toolcrib.settings import Settings
 from toolcrib.store import approvals as approval_store
-from toolcrib.store import limits as limit_store
 from toolcrib.store import outbox as outbox_store
 from toolcrib.store import policy as policy_store
+from toolcrib.store import rate_limits as limit_store
 from toolcrib.store.connections import ConnectionRow, StoredTool
 from toolcrib.store.crypto import SecretBox
 from toolcrib.store.database import Database

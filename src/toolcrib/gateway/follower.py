@@ -21,7 +21,7 @@ import logging
 import anyio
 
 from toolcrib.errors import StoreError
-from toolcrib.gateway.catalogs import sync_from_store
+from toolcrib.gateway.connections.catalogs import sync_from_store
 from toolcrib.gateway.core import Gateway
 from toolcrib.store import notify
 

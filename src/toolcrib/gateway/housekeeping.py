@@ -14,7 +14,7 @@ import logging
 import anyio
 
 from toolcrib.errors import StoreError
-from toolcrib.gateway.audit_retention import prune_audit
+from toolcrib.gateway.audit.retention import prune_audit
 from toolcrib.gateway.core import Gateway
 from toolcrib.settings import Settings
 from toolcrib.store import approvals as approval_store

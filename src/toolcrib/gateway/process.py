@@ -16,10 +16,11 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 import anyio
 
 from toolcrib.addresses import AddressPolicy
-from toolcrib.gateway import follower, housekeeping, upstream_events
-from toolcrib.gateway.catalogs import sync_from_store
+from toolcrib.gateway import follower, housekeeping
+from toolcrib.gateway.connections import upstream_events
+from toolcrib.gateway.connections.catalogs import sync_from_store
 from toolcrib.gateway.core import Gateway, key_file
-from toolcrib.gateway.meaning import Loader, load_meaning
+from toolcrib.gateway.discovery.meaning import Loader, load_meaning
 from toolcrib.settings import Settings
 from toolcrib.store import instances as instance_store
 from toolcrib.store import keys as key_store

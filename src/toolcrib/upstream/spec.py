@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 __all__ = ["GrantVault", "OAuthBinding", "OnDone", "UpstreamSpec"]
 
 _REDACTED = "[REDACTED]"
-_MIN_SECRET_LENGTH = 6  # as toolcrib.gateway.shaping.MIN_SECRET_LENGTH
+_MIN_SECRET_LENGTH = 6  # as toolcrib.gateway.calls.shaping.MIN_SECRET_LENGTH
 
 
 class GrantVault(Protocol):

@@ -4,7 +4,7 @@ Guessing a token at the console's sign-in, or hammering ``/authorize``, ``/token
 and the identity provider's callback, costs one request each; these endpoints are limited per
 client address (``request.client.host``, which a trusted proxy's address, once configured, is
 rewritten to) to ``signin_per_minute``: that many at once, then one more every ``60 / N`` seconds
-(the GCRA of ``policy.limits``). The limiter lives in the process (per replica): it bounds a
+(the GCRA of ``policy.rate_limits``). The limiter lives in the process (per replica): it bounds a
 brute force's pace, it is not an account lockout. An IPv6 client is counted by its /64 (one
 subscriber's network: a host picks any address in it at no cost), an IPv4-mapped IPv6 address as
 the IPv4 address it carries, an IPv4 address by itself (:func:`address_bucket`).
@@ -29,7 +29,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from toolcrib.policy.limits import MINUTE, next_tat, passes, retry_after
+from toolcrib.policy.rate_limits import MINUTE, next_tat, passes, retry_after
 
 __all__ = [
     "AddressLimited",

@@ -24,13 +24,13 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from toolcrib import tracing
 from toolcrib.auth.metadata import protected_resource_metadata, www_authenticate
 from toolcrib.errors import Unauthenticated
-from toolcrib.gateway import idp
-from toolcrib.gateway.authorization import Provider
 from toolcrib.gateway.control import ControlPlane
 from toolcrib.gateway.core import Gateway
-from toolcrib.gateway.identity import authenticate
+from toolcrib.gateway.discovery.surface import SURFACES
+from toolcrib.gateway.identity import idp
+from toolcrib.gateway.identity.authorization import Provider
+from toolcrib.gateway.identity.bearer import authenticate
 from toolcrib.gateway.process import open_gateway
-from toolcrib.gateway.surface import SURFACES
 from toolcrib.logs import RequestLog
 from toolcrib.policy.gates import Principal
 from toolcrib.policy.scopes import SCOPES
@@ -38,8 +38,8 @@ from toolcrib.settings import Settings
 from toolcrib.web.address_limits import AddressLimiter
 from toolcrib.web.admin import admin_mount
 from toolcrib.web.auth_routes import auth_routes
+from toolcrib.web.body_size import BodyLimit
 from toolcrib.web.disconnect import cancel_on_disconnect
-from toolcrib.web.limits import BodyLimit
 from toolcrib.web.mcp import PRINCIPAL_KEY, build_mcp_server
 from toolcrib.web.metrics import metrics_router
 from toolcrib.web.oauth_callback import oauth_callback

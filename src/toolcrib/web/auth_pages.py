@@ -19,8 +19,8 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from toolcrib.errors import NotFound, Unauthenticated
 from toolcrib.gateway.core import Gateway
-from toolcrib.gateway.grants import new_session_grant, parent_of
-from toolcrib.gateway.identity import authenticate
+from toolcrib.gateway.identity.bearer import authenticate
+from toolcrib.gateway.identity.grants import new_session_grant, parent_of
 from toolcrib.policy.gates import Principal
 from toolcrib.web.address_limits import AddressLimiter, client_address, too_many
 from toolcrib.web.admin.session import csrf_ok, same_origin

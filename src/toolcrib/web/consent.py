@@ -24,8 +24,8 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from toolcrib.auth.clients import is_loopback
-from toolcrib.gateway.authorization import ConsentRequest, Provider
 from toolcrib.gateway.core import Gateway
+from toolcrib.gateway.identity.authorization import ConsentRequest, Provider
 from toolcrib.policy.gates import EXECUTE, Principal
 from toolcrib.policy.roles import has_permission
 from toolcrib.store import oauth_server as store

@@ -21,7 +21,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp.shared.jsonrpc_dispatcher import progress_token_from_params
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from toolcrib.gateway.interaction import Action, ApprovalPrompt, AskLater, Interaction
+from toolcrib.gateway.calls.interaction import Action, ApprovalPrompt, AskLater, Interaction
 from toolcrib.upstream.relay import CallRelay
 
 __all__ = ["APPROVAL_INPUT", "ask_later_result", "interaction_of"]

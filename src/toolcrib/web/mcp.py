@@ -13,14 +13,14 @@ from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPDeprecationWarning
 
 from toolcrib.errors import InvalidArguments, NotFound
+from toolcrib.gateway.calls.execute import execute_tool
+from toolcrib.gateway.calls.interaction import AskLater, Interaction
 from toolcrib.gateway.control import ControlPlane
 from toolcrib.gateway.core import Gateway
-from toolcrib.gateway.execute import execute_tool
+from toolcrib.gateway.discovery.search import flat_listing_bytes, search_tools
+from toolcrib.gateway.discovery.surface import SURFACES, meta_input_schemas, meta_tool_definitions
 from toolcrib.gateway.faults import in_band
 from toolcrib.gateway.inputs import validate_input
-from toolcrib.gateway.interaction import AskLater, Interaction
-from toolcrib.gateway.search import flat_listing_bytes, search_tools
-from toolcrib.gateway.surface import SURFACES, meta_input_schemas, meta_tool_definitions
 from toolcrib.logs import traced
 from toolcrib.policy.gates import Principal, lists_tools, require_execute
 from toolcrib.web.interaction import ask_later_result, interaction_of

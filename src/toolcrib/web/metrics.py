@@ -26,7 +26,7 @@ from starlette.routing import Route, Router
 
 from toolcrib.auth.metadata import www_authenticate
 from toolcrib.errors import InBandError, ScopeRequired
-from toolcrib.gateway.audit_stream import stream_state
+from toolcrib.gateway.audit.stream import stream_state
 from toolcrib.gateway.core import Gateway
 from toolcrib.policy.gates import Principal, require
 from toolcrib.settings import Settings

@@ -1,6 +1,6 @@
 """``/auth/grants``: "My grants" for every signed-in person (R-7.9), whatever their role.
 
-The same gateway functions as the other faces (``gateway.grants``): the list shows the person's
+The same gateway functions as the other faces (``gateway.identity.grants``): the list shows the person's
 own grants (client, scopes, created, last used), and each can be revoked with one form post.
 """
 
@@ -10,8 +10,8 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from toolcrib.errors import InBandError
-from toolcrib.gateway import grants
 from toolcrib.gateway.core import Gateway
+from toolcrib.gateway.identity import grants
 from toolcrib.web.auth_pages import csrf_refused, page
 from toolcrib.web.signin import form_ok, login_url, session_csrf, signed_in
 

@@ -15,8 +15,8 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
 from toolcrib.errors import InBandError
+from toolcrib.gateway.connections.oauth_binding import complete_callback
 from toolcrib.gateway.core import Gateway
-from toolcrib.gateway.oauth_binding import complete_callback
 
 __all__ = ["BROWSER_COOKIE", "oauth_callback"]
 

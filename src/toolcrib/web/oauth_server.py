@@ -44,7 +44,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp
 
 from toolcrib.auth.clients import ClientMetadataError
-from toolcrib.gateway.authorization import Provider, resource_path
+from toolcrib.gateway.identity.authorization import Provider, resource_path
 from toolcrib.policy.scopes import SCOPES
 from toolcrib.settings import Settings
 from toolcrib.store import oauth_server as store

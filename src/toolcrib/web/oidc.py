@@ -4,7 +4,7 @@
 ``start`` keeps the flow's ``state``, ``nonce`` and PKCE verifier sealed (``gw.box``) in a
 short-lived cookie limited to ``/auth/oidc`` (``SameSite=Lax``: the provider sends the person back
 with a top-level GET from its own site) and sends the browser to the provider. ``callback``
-completes it (``gateway.idp.complete_sign_in``) and then, for a ``next`` under ``/admin``, sets the
+completes it (``gateway.identity.idp.complete_sign_in``) and then, for a ``next`` under ``/admin``, sets the
 console's session cookie; for any other ``next``, the ``/auth`` sign-in cookie
 (``web.signin.sign_in``). The console's cookie is ``SameSite=Strict``, and a browser does not send
 such a cookie on a redirect chain that began at another site (the provider), so the way on to
@@ -26,8 +26,8 @@ from starlette.routing import Route
 
 from toolcrib.auth.oidc import PENDING_SECONDS, OIDCClient, OIDCConfig, Pending
 from toolcrib.errors import ConfigError, SignInRefused
-from toolcrib.gateway import idp
 from toolcrib.gateway.core import Gateway
+from toolcrib.gateway.identity import idp
 from toolcrib.settings import Settings
 from toolcrib.web import signin
 from toolcrib.web.address_limits import by_address

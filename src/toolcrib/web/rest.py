@@ -15,9 +15,9 @@ from starlette.routing import Route
 
 from toolcrib.auth.metadata import www_authenticate
 from toolcrib.errors import InBandError, InvalidArguments, RateLimited, ScopeRequired
-from toolcrib.gateway import approvals
 from toolcrib.gateway.control import ControlPlane
 from toolcrib.gateway.faults import in_band
+from toolcrib.gateway.governance import approvals
 from toolcrib.policy.gates import Principal
 
 __all__ = ["METADATA_PATH", "openapi_document", "rest_routes", "status_for"]

@@ -1,7 +1,7 @@
 """The sign-in session of the ``/auth`` pages (consent, and the identity provider's callback).
 
 The cookie holds the token of a short-lived grant of kind ``session`` (8 h, minted by
-:func:`toolcrib.gateway.grants.new_session_grant`), sealed with the gateway's key like the
+:func:`toolcrib.gateway.identity.grants.new_session_grant`), sealed with the gateway's key like the
 console's cookie, with a CSRF nonce and the time it was issued. It is ``HttpOnly``,
 ``SameSite=Lax`` (the person arrives at ``/authorize`` from the client's site, a top-level
 navigation), limited to ``/auth`` and ``Secure`` over https. The grant is authenticated again on
@@ -24,7 +24,7 @@ from starlette.responses import Response
 
 from toolcrib.errors import Unauthenticated
 from toolcrib.gateway.core import Gateway
-from toolcrib.gateway.identity import authenticate
+from toolcrib.gateway.identity.bearer import authenticate
 from toolcrib.policy.gates import Principal
 from toolcrib.settings import Settings
 from toolcrib.web.cookies import is_secure, open_sealed_session, set_sealed_session

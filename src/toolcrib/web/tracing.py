@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from toolcrib import tracing
-from toolcrib.gateway.oauth_binding import START_PATH
+from toolcrib.gateway.connections.oauth_binding import START_PATH
 from toolcrib.logs import shown_path
 
 __all__ = ["SECRET_PATHS", "TraceRequests", "route_of"]

@@ -34,9 +34,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolcrib.errors import ToolcribError
-from toolcrib.gateway import approvals, connections, limits, members, restrictions
-from toolcrib.gateway.audit import record_admin_act
+from toolcrib.gateway.audit.entries import record_admin_act
+from toolcrib.gateway.connections import manage as connections
 from toolcrib.gateway.core import Gateway
+from toolcrib.gateway.governance import approvals, rate_limits, restrictions
+from toolcrib.gateway.identity import members
 from toolcrib.gateway.orgfile.checks import Desired
 from toolcrib.gateway.orgfile.loading import FileError, Problem
 from toolcrib.gateway.orgfile.planning import Change, argv_of, oauth_of
@@ -309,18 +311,18 @@ def _limit_args(x: Any) -> dict[str, Any]:
 
 async def _limit_set(run: _Run, change: Change) -> None:
     gw, actor = run.gw, run.actor
-    rule = await limits.set_limit(gw, actor, **_limit_args(change.desired))
+    rule = await rate_limits.set_limit(gw, actor, **_limit_args(change.desired))
     old = change.current
     if old is None:
-        run.undo.append(lambda: limits.remove_limit(gw, actor, rule.id))
+        run.undo.append(lambda: rate_limits.remove_limit(gw, actor, rule.id))
     else:
-        run.undo.append(lambda: limits.set_limit(gw, actor, **_limit_args(old)))
+        run.undo.append(lambda: rate_limits.set_limit(gw, actor, **_limit_args(old)))
 
 
 async def _limit_delete(run: _Run, change: Change) -> None:
     gw, actor, old = run.gw, run.actor, change.current
-    await limits.remove_limit(gw, actor, old.id)
-    run.undo.append(lambda: limits.set_limit(gw, actor, **_limit_args(old)))
+    await rate_limits.remove_limit(gw, actor, old.id)
+    run.undo.append(lambda: rate_limits.set_limit(gw, actor, **_limit_args(old)))
 
 
 async def _classification_set(run: _Run, change: Change) -> None:

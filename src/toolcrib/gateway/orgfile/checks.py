@@ -24,14 +24,14 @@ from typing import Any
 from pydantic import ValidationError
 
 from toolcrib.errors import ConfigError, InvalidArguments
-from toolcrib.gateway.connection_definition import check_definition
-from toolcrib.gateway.members import _MEMBER as MEMBER_NAME
+from toolcrib.gateway.connections.definition import check_definition
+from toolcrib.gateway.identity.members import _MEMBER as MEMBER_NAME
 from toolcrib.gateway.orgfile.loading import FileError, Marks, Path, Problem, load_text
 from toolcrib.gateway.orgfile.models import OrgFile
 from toolcrib.gateway.orgfile.refs import Unresolved, has_reference, resolve
 from toolcrib.policy.approvals import ApprovalRule, validate_approval_rule
 from toolcrib.policy.frozen import is_secret
-from toolcrib.policy.limits import LimitRule, validate_limit
+from toolcrib.policy.rate_limits import LimitRule, validate_limit
 from toolcrib.policy.rules import Rule, validate_rule
 
 __all__ = ["Desired", "Known", "check_file"]

@@ -16,8 +16,8 @@ from typing import Any
 
 import yaml
 
+from toolcrib.gateway.connections.url_secrets import placeholder_url
 from toolcrib.gateway.orgfile.state import Current, LiveConnection
-from toolcrib.gateway.url_secrets import placeholder_url
 
 __all__ = ["export_text", "secret_name"]
 

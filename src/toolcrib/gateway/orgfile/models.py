@@ -20,7 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from toolcrib.catalog.pins import MODES
-from toolcrib.gateway.connection_definition import NAME
+from toolcrib.gateway.connections.definition import NAME
 from toolcrib.policy.approvals import APPROVABLE
 from toolcrib.policy.roles import ROLES
 from toolcrib.policy.scopes import RISKS

@@ -23,11 +23,11 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
+from toolcrib.gateway.connections.url_secrets import public_url
 from toolcrib.gateway.orgfile.checks import Desired
 from toolcrib.gateway.orgfile.loading import Path
 from toolcrib.gateway.orgfile.models import ConnectionSpec
 from toolcrib.gateway.orgfile.state import Current, LiveConnection, approval_key, limit_key, rule_key
-from toolcrib.gateway.url_secrets import public_url
 from toolcrib.policy.frozen import ACTIVE, WAITING, frozen_status
 
 __all__ = ["Change", "Note", "notes", "plan"]

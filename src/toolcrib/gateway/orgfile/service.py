@@ -10,7 +10,7 @@ from collections.abc import Mapping
 
 from toolcrib.errors import ConfigError
 from toolcrib.gateway.core import Gateway
-from toolcrib.gateway.members import init_owner, operator_principal
+from toolcrib.gateway.identity.members import init_owner, operator_principal
 from toolcrib.gateway.orgfile.applying import apply_changes, precheck
 from toolcrib.gateway.orgfile.checks import Desired, Known, check_file
 from toolcrib.gateway.orgfile.exporting import export_text

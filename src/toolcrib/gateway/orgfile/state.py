@@ -12,12 +12,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolcrib.gateway import approvals, connections, limits, members, restrictions
+from toolcrib.gateway.connections import manage as connections
+from toolcrib.gateway.connections.url_secrets import connect_url
 from toolcrib.gateway.core import Gateway
-from toolcrib.gateway.url_secrets import connect_url
+from toolcrib.gateway.governance import approvals, restrictions
+from toolcrib.gateway.governance import rate_limits as limits
+from toolcrib.gateway.identity import members
 from toolcrib.policy.approvals import ApprovalRule
 from toolcrib.policy.gates import Principal
-from toolcrib.policy.limits import LimitRule
+from toolcrib.policy.rate_limits import LimitRule
 from toolcrib.policy.rules import Rule
 from toolcrib.store import members as member_store
 from toolcrib.store.connections import ConnectionRow

@@ -50,10 +50,10 @@ def _console() -> ASGIApp:
         connections,
         insight,
         learned,
-        limits,
         members,
         my_grants,
         oauth_start,
+        rate_limits,
         restrictions,
     )
     from toolcrib.web.admin.session import SecurityHeaders
@@ -67,7 +67,7 @@ def _console() -> ASGIApp:
         *my_grants.routes(),
         *restrictions.routes(),
         *approvals.routes(),
-        *limits.routes(),
+        *rate_limits.routes(),
         *audit.routes(),
         *insight.routes(),
         *oauth_start.routes(),

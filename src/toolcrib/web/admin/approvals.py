@@ -20,7 +20,7 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from toolcrib.errors import InBandError
-from toolcrib.gateway import approvals
+from toolcrib.gateway.governance import approvals
 from toolcrib.web.admin.handlers import Ctx, action, builder, error_view, page
 
 __all__ = ["ARGUMENTS_SHOWN_BYTES", "routes"]

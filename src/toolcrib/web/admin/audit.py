@@ -1,6 +1,6 @@
 """Console page: the audit log (R-11.3) with filters, pages, and CSV and JSON exports.
 
-Rows come from ``gateway.audit.search_audit``, the function behind ``audit__search``, with its
+Rows come from ``gateway.audit.entries.search_audit``, the function behind ``audit__search``, with its
 ``audit:read`` check. A page reads at most ``MAX_ROWS`` rows, an export at most ``EXPORT_ROWS``.
 A CSV cell that a spreadsheet would run as a formula is prefixed with ``'``.
 """
@@ -18,8 +18,8 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from toolcrib.errors import InBandError, InvalidArguments
-from toolcrib.gateway.audit import search_audit
-from toolcrib.gateway.audit_stream import stream_state
+from toolcrib.gateway.audit.entries import search_audit
+from toolcrib.gateway.audit.stream import stream_state
 from toolcrib.store.audit import AuditFilter
 from toolcrib.web.admin.handlers import Ctx, builder, error_view, page
 from toolcrib.web.admin.render import allowed

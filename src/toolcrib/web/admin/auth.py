@@ -9,7 +9,7 @@ from starlette.routing import Route
 
 from toolcrib.errors import Unauthenticated
 from toolcrib.gateway.core import Gateway
-from toolcrib.gateway.identity import authenticate
+from toolcrib.gateway.identity.bearer import authenticate
 from toolcrib.web.address_limits import by_address
 from toolcrib.web.admin.handlers import Ctx, action
 from toolcrib.web.admin.render import first_page, render

@@ -10,8 +10,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from toolcrib.errors import InBandError, InvalidArguments
-from toolcrib.gateway import tools
-from toolcrib.gateway.search import visibility_of
+from toolcrib.gateway.discovery import tools
+from toolcrib.gateway.discovery.search import visibility_of
 from toolcrib.policy.roles import has_permission
 from toolcrib.web.admin.handlers import Ctx, action, builder, done, error_view, page, text
 

@@ -1,6 +1,6 @@
 """Console pages: the search playground and the savings chart.
 
-The playground runs ``search_tools`` as a chosen member (``gateway.playground.search_as``) and
+The playground runs ``search_tools`` as a chosen member (``gateway.discovery.playground.search_as``) and
 shows the exact answer the model would get, its size in bytes against a flat listing, and why each
 ``restricted`` tool is withheld; named, a tool missing from the cards is diagnosed as that member
 (``tools__diagnose``: the first check it fails). It is a POST (it issues that member's handles), CSRF-checked.
@@ -19,8 +19,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from toolcrib.errors import InBandError, InvalidArguments
-from toolcrib.gateway import members
-from toolcrib.gateway.playground import search_as, why_not
+from toolcrib.gateway.discovery.playground import search_as, why_not
+from toolcrib.gateway.identity import members
 from toolcrib.policy.roles import has_permission
 from toolcrib.web.admin.handlers import Ctx, action, builder, error_view, page, text
 from toolcrib.web.telemetry import Telemetry

@@ -13,7 +13,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from toolcrib.errors import InBandError
-from toolcrib.gateway import members
+from toolcrib.gateway.identity import members
 from toolcrib.policy.roles import ROLES, has_permission
 from toolcrib.policy.scopes import SCOPES
 from toolcrib.web.admin.handlers import Ctx, action, builder, done, error_view, page, text

@@ -11,7 +11,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from toolcrib.errors import InBandError
-from toolcrib.gateway import grants
+from toolcrib.gateway.identity import grants
 from toolcrib.web.admin.handlers import Ctx, action, builder, done, error_view, page, text
 
 __all__ = ["routes"]

@@ -21,14 +21,14 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from toolcrib.errors import InBandError
-from toolcrib.gateway.core import Gateway
-from toolcrib.gateway.oauth_binding import (
+from toolcrib.gateway.connections.oauth_binding import (
     START_PATH,
     StartOffer,
     callback_cookie_path,
     confirm_start,
     read_start,
 )
+from toolcrib.gateway.core import Gateway
 from toolcrib.policy.gates import Principal
 from toolcrib.web.admin.render import render
 from toolcrib.web.admin.session import csp_sending_forms_to, csrf_ok, open_session, same_origin

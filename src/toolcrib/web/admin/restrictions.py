@@ -9,7 +9,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from toolcrib.errors import InBandError
-from toolcrib.gateway import tools
+from toolcrib.gateway.discovery import tools
 from toolcrib.gateway.faults import in_band
 from toolcrib.policy.roles import ROLES, has_permission
 from toolcrib.web.admin.handlers import Ctx, action, builder, done, error_view, page, text

@@ -21,7 +21,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from toolcrib.errors import Unauthenticated
 from toolcrib.gateway.core import Gateway
-from toolcrib.gateway.identity import authenticate
+from toolcrib.gateway.identity.bearer import authenticate
 from toolcrib.policy.gates import Principal
 from toolcrib.web.cookies import is_secure, open_sealed_session, set_sealed_session
 

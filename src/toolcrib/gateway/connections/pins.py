@@ -17,10 +17,10 @@ from typing import Any
 import anyio
 
 from toolcrib.errors import InvalidArguments, NotFound
-from toolcrib.gateway import reach
-from toolcrib.gateway.audit import admin_row
-from toolcrib.gateway.catalogs import reinstall
+from toolcrib.gateway.audit.entries import admin_row
+from toolcrib.gateway.connections.catalogs import reinstall
 from toolcrib.gateway.core import Gateway
+from toolcrib.gateway.governance import reach
 from toolcrib.policy.gates import Principal, require_operation
 from toolcrib.store import pins as store
 from toolcrib.store.connections import ConnectionRow

@@ -14,7 +14,7 @@ fewer than ``N + t / I`` calls pass (N within any window shorter than ``I``; N p
 long run). It is a rate with a burst of N, not a count per calendar window: a member who spends a
 full burst and then keeps calling at the rate gets up to 2N - 1 calls within one period.
 
-The store keeps the buckets (``store.limits``: shared over PostgreSQL, in process on SQLite); the
+The store keeps the buckets (``store.rate_limits``: shared over PostgreSQL, in process on SQLite); the
 same expressions run there in SQL.
 """
 

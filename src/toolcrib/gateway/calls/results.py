@@ -10,9 +10,9 @@ import anyio
 
 from toolcrib.auth.tokens import new_result_id
 from toolcrib.errors import NotFound, Restricted
-from toolcrib.gateway import reach
+from toolcrib.gateway.calls.shaping import attach_result_id, shape_result
 from toolcrib.gateway.core import Gateway
-from toolcrib.gateway.shaping import attach_result_id, shape_result
+from toolcrib.gateway.governance import reach
 from toolcrib.policy.gates import Principal
 from toolcrib.store import results as store
 from toolcrib.store.results import ResultRow

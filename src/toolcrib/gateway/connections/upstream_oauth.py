@@ -22,11 +22,11 @@ import weakref
 from typing import Any
 
 from toolcrib.errors import NotFound
-from toolcrib.gateway import reach
-from toolcrib.gateway.catalogs import reinstall
+from toolcrib.gateway.connections.catalogs import reinstall
+from toolcrib.gateway.connections.oauth_binding import digest, link_for
+from toolcrib.gateway.connections.url_secrets import connect_url
 from toolcrib.gateway.core import Gateway, PolicySnapshot
-from toolcrib.gateway.oauth_binding import digest, link_for
-from toolcrib.gateway.url_secrets import connect_url
+from toolcrib.gateway.governance import reach
 from toolcrib.policy.gates import Principal
 from toolcrib.store import connections as conn_store
 from toolcrib.store import oauth as grant_store

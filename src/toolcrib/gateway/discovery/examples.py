@@ -7,7 +7,7 @@ change another process made arrives as an announcement naming the tool (PostgreS
 by the follower's timer (SQLite: per tool, the count, highest id and newest time of its examples,
 compared with what this process loaded).
 
-Nothing here decides who may do what: the checked acts are in ``gateway.learning``.
+Nothing here decides who may do what: the checked acts are in ``gateway.discovery.learning``.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from toolcrib.store.learning import Example
 from toolcrib.store.notify import noted_tool
 
 if TYPE_CHECKING:  # numpy and the search modules load with the first examples (a one-shot command, #33)
-    from toolcrib.gateway.meaning import LiveIndex
+    from toolcrib.gateway.discovery.meaning import LiveIndex
     from toolcrib.search.usage import PastSearch
 
 __all__ = ["LearnedExamples"]

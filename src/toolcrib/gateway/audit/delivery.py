@@ -26,8 +26,8 @@ from typing import Any
 import anyio
 
 from toolcrib.addresses import AddressPolicy
-from toolcrib.gateway.audit_event import event
-from toolcrib.gateway.audit_sinks import Sink, SinkFailed, sink_names, sinks_for
+from toolcrib.gateway.audit.event import event
+from toolcrib.gateway.audit.sinks import Sink, SinkFailed, sink_names, sinks_for
 from toolcrib.settings import Settings
 from toolcrib.store import leases as lease_store
 from toolcrib.store import outbox

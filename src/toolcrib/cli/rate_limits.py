@@ -46,15 +46,16 @@ def limits_set(
 ) -> None:
     """Limit each member's calls (of every tool, of --account, or of its --tool; without either
     also their admin writes). Replaces a limit with the same member, role, account and tool."""
-    from toolcrib.gateway import limits, members
+    from toolcrib.gateway.governance import rate_limits
+    from toolcrib.gateway.identity import members
 
     fields = {"member": member, "role": role, "account": account, "tool": tool}
     _check("set", **fields, per_minute=per_minute, per_day=per_day)
 
     async def work(gw: Gateway) -> dict[str, Any]:
         operator = await members.operator_principal(gw)
-        rule = await limits.set_limit(gw, operator, **fields, per_minute=per_minute, per_day=per_day)
-        return limits.limit_view(rule)
+        rule = await rate_limits.set_limit(gw, operator, **fields, per_minute=per_minute, per_day=per_day)
+        return rate_limits.limit_view(rule)
 
     emit(run_gateway(database, work), as_json)
 
@@ -62,11 +63,12 @@ def limits_set(
 @limits_app.command("list")
 def limits_list(database: str | None = DatabaseOption, as_json: bool = JsonOption) -> None:
     """Every rate limit, in words."""
-    from toolcrib.gateway import limits, members
+    from toolcrib.gateway.governance import rate_limits
+    from toolcrib.gateway.identity import members
 
     async def work(gw: Gateway) -> list[dict[str, Any]]:
         operator = await members.operator_principal(gw)
-        return [limits.limit_view(r) for r in await limits.list_limits(gw, operator)]
+        return [rate_limits.limit_view(r) for r in await rate_limits.list_limits(gw, operator)]
 
     emit(run_gateway(database, work), as_json, columns=_COLUMNS)
 
@@ -74,12 +76,13 @@ def limits_list(database: str | None = DatabaseOption, as_json: bool = JsonOptio
 @limits_app.command("remove")
 def limits_remove(rule_id: str, database: str | None = DatabaseOption) -> None:
     """Remove a rate limit by its id."""
-    from toolcrib.gateway import limits, members
+    from toolcrib.gateway.governance import rate_limits
+    from toolcrib.gateway.identity import members
 
     _check("remove", id=rule_id)
 
     async def work(gw: Gateway) -> None:
-        await limits.remove_limit(gw, await members.operator_principal(gw), rule_id)
+        await rate_limits.remove_limit(gw, await members.operator_principal(gw), rule_id)
 
     run_gateway(database, work)
     console.print(f"removed {rule_id}")

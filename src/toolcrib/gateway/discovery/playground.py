@@ -12,11 +12,11 @@ import json
 from typing import Any
 
 from toolcrib.errors import NotFound, PermissionRequired, ScopeRequired
-from toolcrib.gateway import restrictions
 from toolcrib.gateway.core import Gateway
-from toolcrib.gateway.diagnose import diagnose
-from toolcrib.gateway.members import DEFAULT_SCOPES
-from toolcrib.gateway.search import flat_listing_bytes, search_tools
+from toolcrib.gateway.discovery.diagnose import diagnose
+from toolcrib.gateway.discovery.search import flat_listing_bytes, search_tools
+from toolcrib.gateway.governance import restrictions
+from toolcrib.gateway.identity.members import DEFAULT_SCOPES
 from toolcrib.policy.gates import Principal, require_operation
 from toolcrib.policy.scopes import parse_scopes
 from toolcrib.store import members as member_store

@@ -13,10 +13,11 @@ import anyio
 
 from toolcrib import tracing
 from toolcrib.catalog.budget import fit_search_response
-from toolcrib.gateway import learning, reach
+from toolcrib.gateway.connections.upstream_oauth import reauth_notices
 from toolcrib.gateway.core import Gateway, PolicySnapshot
-from toolcrib.gateway.handles import issue_handles
-from toolcrib.gateway.oauth import reauth_notices
+from toolcrib.gateway.discovery import learning
+from toolcrib.gateway.discovery.handles import issue_handles
+from toolcrib.gateway.governance import reach
 from toolcrib.policy.frozen import unmet_frozen
 from toolcrib.policy.gates import Principal, Visibility, require_execute, require_tools_scope, visibility
 from toolcrib.search.index import Hit

@@ -27,14 +27,16 @@ from toolcrib.errors import (
     ToolChanged,
     UpstreamTimeout,
 )
-from toolcrib.gateway import approvals, audit, learning, limits, reach
-from toolcrib.gateway.call_secrets import CallSecrets, redacting_relay
-from toolcrib.gateway.connections import secrets_of, shown_reason, spec_of
+from toolcrib.gateway.audit import entries as audit
+from toolcrib.gateway.calls.call_secrets import CallSecrets, redacting_relay
+from toolcrib.gateway.calls.interaction import Interaction
+from toolcrib.gateway.calls.results import shape_and_store
+from toolcrib.gateway.connections.manage import secrets_of, shown_reason, spec_of
 from toolcrib.gateway.core import Gateway
-from toolcrib.gateway.handles import resolve_handle
-from toolcrib.gateway.interaction import Interaction
-from toolcrib.gateway.reach import Path
-from toolcrib.gateway.results import shape_and_store
+from toolcrib.gateway.discovery import learning
+from toolcrib.gateway.discovery.handles import resolve_handle
+from toolcrib.gateway.governance import approvals, rate_limits, reach
+from toolcrib.gateway.governance.reach import Path
 from toolcrib.logs import traced
 from toolcrib.policy.frozen import unmet_frozen
 from toolcrib.policy.gates import (
@@ -142,7 +144,7 @@ async def _execute(
     )
     # 13a. the rate limits: a call over one reaches nothing upstream and writes no audit row
     with tracing.step("execute.rate_limits"):
-        await limits.check_call(gw, principal, account=row.name, tool=record.name)
+        await rate_limits.check_call(gw, principal, account=row.name, tool=record.name)
     # 14. tools/call upstream with a timeout; 15. the audit entry, opened before and closed after
     spec = spec_of(gw, row, principal.member)  # a per-member OAuth connection: the caller's own grant
     secrets = [*secrets_of(gw, spec), *hidden.texts]  # the values this call sent, even if changed since

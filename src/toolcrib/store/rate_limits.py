@@ -1,9 +1,9 @@
 """Rate-limit rules and their buckets (R-7.10).
 
-Rules are policy (``policy.limits``): a change is announced (``notify.POLICY``) so every replica
+Rules are policy (``policy.rate_limits``): a change is announced (``notify.POLICY``) so every replica
 reloads them with the rest of its policy snapshot, and no call reads them from the database.
 
-Buckets (one GCRA arrival time per rule, period and member; ``gateway.buckets`` holds them) live
+Buckets (one GCRA arrival time per rule, period and member; ``gateway.governance.buckets`` holds them) live
 where the gateway's processes can share them:
 
 - PostgreSQL (replicas): the ``rate_buckets`` table, here. A call spends from all of its buckets in ONE
@@ -13,7 +13,7 @@ where the gateway's processes can share them:
   a second statement gives back what the call took from the others and reads the refusing
   bucket; that runs on the refusal path only. Between the two, a concurrent call of the same
   member may find the given-back buckets still spent, and be refused a moment early.
-- SQLite (one process): a dictionary in the process (``gateway.buckets``), no database round
+- SQLite (one process): a dictionary in the process (``gateway.governance.buckets``), no database round
   trip at all. Several ``serve --workers`` processes on one SQLite file each count on their own.
 
 Housekeeping forgets buckets whose arrival time has passed: a rested bucket and an absent one are
@@ -94,7 +94,7 @@ def _spend_statement(wanted: Sequence[tuple[str, float, float]], now: float) -> 
     """Insert each bucket rested-plus-one-call, or move it when it has room; the keys that moved.
 
     ``EXCLUDED.tat - :now`` is the bucket's interval; its room (the period, plus the rounding
-    slack of ``policy.limits.passes``) comes from the ``VALUES`` list."""
+    slack of ``policy.rate_limits.passes``) comes from the ``VALUES`` list."""
     rows = ", ".join(
         f"(CAST(:k{i} AS VARCHAR), CAST(:s{i} AS DOUBLE PRECISION), CAST(:r{i} AS DOUBLE PRECISION))"
         for i in range(len(wanted))

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from toolcrib.gateway import reach
-from toolcrib.gateway.connections import shown_reason
+from toolcrib.gateway.connections.manage import shown_reason
 from toolcrib.gateway.core import Gateway
-from toolcrib.gateway.search import visibility_of
+from toolcrib.gateway.discovery.search import visibility_of
+from toolcrib.gateway.governance import reach
 from toolcrib.policy.gates import Principal
 from toolcrib.policy.scopes import TOOLS_SCOPE, scope_for
 

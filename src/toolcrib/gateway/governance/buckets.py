@@ -1,8 +1,8 @@
 """Where this process spends rate-limit calls (R-7.10): the store's shared buckets, or its own.
 
-On PostgreSQL every replica spends from the ``rate_buckets`` table (``store.limits.spend``: one
+On PostgreSQL every replica spends from the ``rate_buckets`` table (``store.rate_limits.spend``: one
 statement per limited call); on SQLite (one process) from a dictionary here, with no database
-round trip. Both answer as ``policy.limits.take`` does: None, or the refusal that waits longest,
+round trip. Both answer as ``policy.rate_limits.take`` does: None, or the refusal that waits longest,
 and a refused call consumes nothing.
 """
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from toolcrib.policy.limits import SLACK, Refusal, Spend, next_tat, retry_after, take
-from toolcrib.store import limits as store
+from toolcrib.policy.rate_limits import SLACK, Refusal, Spend, next_tat, retry_after, take
+from toolcrib.store import rate_limits as store
 from toolcrib.store.database import Database
 
 __all__ = ["Buckets", "MemoryBuckets", "StoreBuckets", "buckets_for"]

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from toolcrib.errors import Forbidden, InvalidArguments, NotFound
-from toolcrib.gateway.audit import record_admin_act
+from toolcrib.gateway.audit.entries import record_admin_act
 from toolcrib.gateway.core import Gateway
 from toolcrib.policy.gates import Principal
 from toolcrib.store import oauth as store

@@ -5,7 +5,7 @@ of its text, the text only under ``TOOLCRIB_SEARCH_LEARNING=text``, nothing at a
 When a call through one of those handles succeeds, ``record_success`` copies that search into the
 tool's examples (bounded per tool and per member, ``search.usage``) and this process's index
 learns them at once; the others learn it from the store's announcement or their poll
-(``gateway.examples``). Recording never fails a call nor holds its answer: ``learn_later`` runs it
+(``gateway.discovery.examples``). Recording never fails a call nor holds its answer: ``learn_later`` runs it
 beside the answer, once the call's audit row is closed, and any failure is logged (its kind, never
 its text) and dropped.
 
@@ -24,9 +24,9 @@ from typing import Any
 import numpy as np
 
 from toolcrib.errors import InvalidArguments, NotFound
-from toolcrib.gateway import reach
-from toolcrib.gateway.audit import admin_row
+from toolcrib.gateway.audit.entries import admin_row
 from toolcrib.gateway.core import Gateway
+from toolcrib.gateway.governance import reach
 from toolcrib.policy.gates import Principal, require_operation
 from toolcrib.search.semantic import Matrix
 from toolcrib.search.usage import MAX_EXAMPLES, MAX_PER_MEMBER

@@ -22,13 +22,14 @@ from toolcrib.errors import (
     Restricted,
     UpstreamAuthFailed,
 )
-from toolcrib.gateway import oauth, reach
-from toolcrib.gateway.catalogs import forget_connection, install_catalog, reinstall, syncing
-from toolcrib.gateway.connection_definition import Definition, check_definition, malformed
+from toolcrib.gateway.calls.shaping import redact_text
+from toolcrib.gateway.connections import upstream_oauth as oauth
+from toolcrib.gateway.connections.catalogs import forget_connection, install_catalog, reinstall, syncing
+from toolcrib.gateway.connections.definition import Definition, check_definition, malformed
+from toolcrib.gateway.connections.oauth_binding import link_for
+from toolcrib.gateway.connections.url_secrets import connect_url, public_url, sealed_url, url_secret_values
 from toolcrib.gateway.core import Gateway
-from toolcrib.gateway.oauth_binding import link_for
-from toolcrib.gateway.shaping import redact_text
-from toolcrib.gateway.url_secrets import connect_url, public_url, sealed_url, url_secret_values
+from toolcrib.gateway.governance import reach
 from toolcrib.policy.gates import Operator, Principal, require_operation
 from toolcrib.store import connections as store
 from toolcrib.store.connections import ConnectionRow, StoredTool

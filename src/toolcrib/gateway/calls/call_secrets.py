@@ -17,7 +17,7 @@ import mcp_types as types
 
 from toolcrib.catalog.records import ExactRecord
 from toolcrib.errors import InvalidArguments
-from toolcrib.gateway.shaping import REDACTED, redact_text, redact_value
+from toolcrib.gateway.calls.shaping import REDACTED, redact_text, redact_value
 from toolcrib.upstream.relay import CallRelay
 
 __all__ = ["CallSecrets", "redacting_relay"]

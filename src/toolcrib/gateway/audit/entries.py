@@ -6,8 +6,8 @@ import json
 from collections.abc import AsyncIterator, Collection, Mapping
 from typing import Any
 
+from toolcrib.gateway.calls.shaping import MIN_SECRET_LENGTH
 from toolcrib.gateway.core import Gateway
-from toolcrib.gateway.shaping import MIN_SECRET_LENGTH
 from toolcrib.policy.gates import Principal, require_operation
 from toolcrib.store import audit as store
 from toolcrib.store.audit import AuditEntry, AuditFilter

@@ -27,8 +27,8 @@ from typing import Any
 
 from toolcrib.auth.tokens import new_approval_id, new_rule_id
 from toolcrib.errors import ApprovalDeclined, ApprovalRequired, ConfigError, NotFound
+from toolcrib.gateway.calls.interaction import ApprovalPrompt, AskLater, Interaction
 from toolcrib.gateway.core import Gateway, PolicySnapshot
-from toolcrib.gateway.interaction import ApprovalPrompt, AskLater, Interaction
 from toolcrib.policy.approvals import ApprovalRule, requires_approval, validate_approval_rule
 from toolcrib.policy.gates import Principal, require_operation
 from toolcrib.store import approvals as store

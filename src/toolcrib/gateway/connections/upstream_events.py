@@ -10,11 +10,11 @@ use case imports this module back.
 
 from __future__ import annotations
 
-from toolcrib.gateway.catalogs import reinstall
-from toolcrib.gateway.connections import sync_connection
+from toolcrib.gateway.connections.catalogs import reinstall
+from toolcrib.gateway.connections.manage import sync_connection
+from toolcrib.gateway.connections.oauth_binding import start_link
+from toolcrib.gateway.connections.upstream_oauth import MODES, has_grant
 from toolcrib.gateway.core import Gateway
-from toolcrib.gateway.oauth import MODES, has_grant
-from toolcrib.gateway.oauth_binding import start_link
 from toolcrib.store import connections as conn_store
 from toolcrib.store import oauth as grant_store
 from toolcrib.upstream.spec import OAuthBinding, UpstreamSpec

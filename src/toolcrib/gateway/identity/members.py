@@ -20,8 +20,8 @@ from toolcrib.errors import (
     ScopeRequired,
     Unauthenticated,
 )
-from toolcrib.gateway import grants
 from toolcrib.gateway.core import Gateway
+from toolcrib.gateway.identity import grants
 from toolcrib.policy.gates import Operator, Principal, require_operation
 from toolcrib.policy.roles import has_permission, require_member_change, require_role
 from toolcrib.policy.scopes import SCOPES, parse_scopes

@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 
 from toolcrib.errors import ConfigError, SignInRefused
 from toolcrib.gateway.core import Gateway
-from toolcrib.gateway.grants import SESSION_SECONDS, new_session_grant
+from toolcrib.gateway.identity.grants import SESSION_SECONDS, new_session_grant
 from toolcrib.policy.roles import ROLES, has_permission
 from toolcrib.policy.scopes import SCOPES
 from toolcrib.settings import Settings

@@ -1,6 +1,6 @@
 """Where the audit stream goes (R-11.4): a webhook, syslog over TCP, OTLP logs.
 
-A sink takes a batch of events (``gateway.audit_event``) and returns once the receiver has them,
+A sink takes a batch of events (``gateway.audit.event``) and returns once the receiver has them,
 or raises :class:`SinkFailed` (the deliverer then backs off and sends the batch again: at least
 once). What "has them" means is the protocol's: the webhook's 2xx answer, the OTLP collector's 2xx
 answer; syslog over TCP (RFC 5424 framed per RFC 6587) has no acknowledgement, so a batch counts as
@@ -152,9 +152,9 @@ class OtlpLogsSink:
     name = "otlp"
 
     def __init__(self, timeout: float) -> None:
-        from toolcrib.gateway import audit_otlp  # the protobuf packages, only when this sink is on
+        from toolcrib.gateway.audit import otlp  # the protobuf packages, only when this sink is on
 
-        self._encode = audit_otlp.encode
+        self._encode = otlp.encode
         self._url = _otlp_endpoint()
         headers = {"Content-Type": "application/x-protobuf", **_otlp_headers()}
         import httpx2  # only when this sink is on (#33)

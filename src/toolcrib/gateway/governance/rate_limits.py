@@ -4,7 +4,7 @@
 outbound check), so a call over a limit reaches nothing upstream and writes no audit row;
 ``check_write`` runs for every control-plane operation classified write or destructive. Both read
 the rules from the policy snapshot (cached, R-7.6): a call that no rule matches costs nothing, and
-one that a rule matches costs one statement on PostgreSQL and none on SQLite (``store.limits``).
+one that a rule matches costs one statement on PostgreSQL and none on SQLite (``store.rate_limits``).
 
 Rules are set, listed and removed with ``restrictions:write`` / ``restrictions:read`` (a limit,
 like a restriction, decides whether a call may run), through the same functions on every face.
@@ -19,9 +19,9 @@ from toolcrib.auth.tokens import new_rule_id
 from toolcrib.errors import ConfigError, NotFound, RateLimited
 from toolcrib.gateway.core import Gateway
 from toolcrib.policy.gates import Principal, require_operation
-from toolcrib.policy.limits import MAX_RULES, MINUTE, LimitRule, Refusal, spends, validate_limit
-from toolcrib.store import limits as store
+from toolcrib.policy.rate_limits import MAX_RULES, MINUTE, LimitRule, Refusal, spends, validate_limit
 from toolcrib.store import members as member_store
+from toolcrib.store import rate_limits as store
 
 __all__ = ["check_call", "check_write", "describe", "limit_view", "list_limits", "remove_limit", "set_limit"]
 

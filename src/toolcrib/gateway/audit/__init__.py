@@ -1,0 +1,1 @@
+"""The audit trail: entries, events, the stream, sinks, delivery, retention, OTLP."""
