@@ -1,5 +1,6 @@
-"""The gateway package's layout holds (#25): no import circle, ``core`` the shared state only, the
-background machinery imported by nothing but the process's lifecycle.
+"""The gateway package's layout holds (#25, #33): no import circle, ``core`` the shared state only,
+the background machinery imported by nothing but the process's lifecycle, the modules grouped in
+feature packages with at most 12 left at the top.
 
 Every import counts: at module level, inside a function and under ``TYPE_CHECKING`` alike (an
 import deferred into a function to dodge a circle is still a circle).
@@ -15,11 +16,23 @@ import toolcrib.gateway
 PACKAGE = Path(toolcrib.gateway.__file__).parent
 PREFIX = "toolcrib.gateway."
 
-CORE_HOLDS = {"audit_delivery", "buckets", "cards", "examples", "meaning"}
+CORE_HOLDS = {
+    "audit",
+    "audit.delivery",
+    "governance",
+    "governance.buckets",
+    "discovery",
+    "discovery.cards",
+    "discovery.examples",
+    "discovery.meaning",
+}
 """What ``core`` may import of its own package: the state it holds, none of it a use case."""
-BACKGROUND = {"process", "follower", "housekeeping", "upstream_events"}
+BACKGROUND = {"process", "follower", "housekeeping", "connections.upstream_events"}
 """Started by the process's lifecycle alone: no other module imports them."""
 LIFECYCLE = {"process"}
+FEATURES = {"calls", "discovery", "identity", "connections", "audit", "governance", "orgfile"}
+"""The feature packages: each a folder named for what its modules are for (#33)."""
+MAX_TOP_LEVEL = 12
 
 
 def _graph() -> dict[str, set[str]]:
@@ -49,7 +62,7 @@ def _reaches(graph: dict[str, set[str]], start: str) -> set[str]:
 
 def test_no_gateway_module_imports_itself_back_by_any_path() -> None:
     graph = _graph()
-    assert len(graph) > 40
+    assert len(graph) > 50
     assert [m for m in sorted(graph) if m in _reaches(graph, m)] == []
 
 
@@ -63,3 +76,20 @@ def test_only_the_lifecycle_imports_the_background_machinery() -> None:
     assert {m: [i for i in found if i not in LIFECYCLE] for m, found in importers.items()} == {
         m: [] for m in BACKGROUND
     }
+
+
+def test_at_most_twelve_modules_stay_at_the_top_of_the_gateway() -> None:
+    top = sorted(p.stem for p in PACKAGE.glob("*.py") if p.stem != "__init__")
+    assert len(top) <= MAX_TOP_LEVEL, top
+
+
+def test_the_rest_lives_in_feature_packages_with_a_minimal_init() -> None:
+    packages = {p.parent.name for p in PACKAGE.glob("*/__init__.py")}
+    assert packages == FEATURES
+    for name in FEATURES - {"orgfile"}:
+        init = ast.parse((PACKAGE / name / "__init__.py").read_text())
+        assert [type(n) for n in init.body] == [ast.Expr], name  # a docstring, no re-exports
+
+
+def test_no_two_modules_anywhere_are_called_limits() -> None:
+    assert sorted(PACKAGE.parent.rglob("limits.py")) == []
