@@ -22,9 +22,9 @@ from toolcrib.cli.common import (
 from toolcrib.errors import ConfigError, ConnectionInactive, InBandError, InvalidArguments
 
 if TYPE_CHECKING:  # each command imports the gateway itself, so that `--help` does not (#13)
+    from toolcrib.gateway.audit.entries import AuditFilter
     from toolcrib.gateway.core import Gateway
     from toolcrib.policy.gates import Principal
-    from toolcrib.store.audit import AuditFilter
 
 __all__ = [
     "audit_app",
@@ -597,7 +597,7 @@ def _filter(
     until: str | None,
     limit: int,
 ) -> AuditFilter:
-    from toolcrib.store.audit import AuditFilter
+    from toolcrib.gateway.audit.entries import AuditFilter
 
     return AuditFilter(member, account, operation, outcome, _time(since), _time(until), limit)
 

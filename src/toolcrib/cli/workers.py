@@ -28,14 +28,13 @@ def app_from_environment() -> Starlette:
 
 
 def serve_workers(settings: Settings, workers: int) -> None:
-    from toolcrib.gateway.core import key_file
-    from toolcrib.store.crypto import load_or_create_key
+    from toolcrib.gateway.core import ensure_key_file
 
     os.environ["TOOLCRIB_DATABASE_URL"] = settings.database_url
     os.environ["TOOLCRIB_HOST"] = settings.host
     os.environ["TOOLCRIB_PORT"] = str(settings.port)
     if not settings.secret_key:
-        load_or_create_key(None, key_file(settings))
+        ensure_key_file(settings)
     uvicorn.run(
         "toolcrib.cli.workers:app_from_environment",
         factory=True,

@@ -41,7 +41,7 @@ from toolcrib.store import outbox as outbox_store
 from toolcrib.store import policy as policy_store
 from toolcrib.store import rate_limits as limit_store
 from toolcrib.store.connections import ConnectionRow, StoredTool
-from toolcrib.store.crypto import SecretBox
+from toolcrib.store.crypto import SecretBox, load_or_create_key
 from toolcrib.store.database import Database
 from toolcrib.store.instances import Instance
 from toolcrib.upstream.supervisor import Upstreams
@@ -49,7 +49,7 @@ from toolcrib.upstream.supervisor import Upstreams
 if TYPE_CHECKING:
     from toolcrib.auth.jwt import JWTVerifier
 
-__all__ = ["Gateway", "PolicySnapshot", "key_file"]
+__all__ = ["Gateway", "PolicySnapshot", "ensure_key_file", "key_file"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,3 +221,8 @@ def key_file(settings: Settings) -> Path:
     path = settings.sqlite_path()
     base = path.parent if path is not None else Path.cwd()
     return base / ".toolcrib" / "secret.key"
+
+
+def ensure_key_file(settings: Settings) -> None:
+    """Create the generated secret key if there is none yet, so that every worker reads the same one."""
+    load_or_create_key(None, key_file(settings))

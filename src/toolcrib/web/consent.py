@@ -28,7 +28,6 @@ from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.identity.authorization import ConsentRequest, Provider
 from toolcrib.policy.gates import EXECUTE, Principal
 from toolcrib.policy.roles import has_permission
-from toolcrib.store import oauth_server as store
 from toolcrib.web.auth_pages import csrf_refused, page
 from toolcrib.web.signin import form_ok, login_url, session_csrf, signed_in
 
@@ -97,7 +96,7 @@ async def consent_page(request: Request) -> Response:
     if client is None:
         return _bad_request(me, "The app that asked is not registered here.")
     asked = _asked(consent, me)
-    remembered = await store.get_consent(gw.db, me.member, consent.client_id)
+    remembered = await provider.remembered_consent(me.member, consent.client_id)
     if not asked:
         return _bad_request(me, "This sign-in may not grant any scope the app asks for.", 403)
     wants_api = consent.wants_api(provider.base_url)
@@ -131,7 +130,7 @@ async def _grant(
         logger.warning("consent: a request of %s answered twice (%s)", consent.client_id[:100], me.member)
         return _bad_request(me, "This authorization request was already answered; start again from the app.")
     if remember:
-        await store.put_consent(provider.db, me.member, consent.client_id, scopes, provider.clock())
+        await provider.remember_consent(me.member, consent.client_id, scopes)
     code_url = await provider.complete(consent, me.member, scopes, parent=me.grant_id, api=api)
     return RedirectResponse(code_url, 302)
 

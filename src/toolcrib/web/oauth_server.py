@@ -21,7 +21,6 @@ from __future__ import annotations
 import base64
 import binascii
 import contextvars
-import hmac
 import importlib
 import sys
 from typing import Any
@@ -44,11 +43,9 @@ from starlette.routing import Route
 from starlette.types import ASGIApp
 
 from toolcrib.auth.clients import ClientMetadataError
-from toolcrib.gateway.identity.authorization import Provider, resource_path
+from toolcrib.gateway.identity.authorization import Provider, resource_path, secret_matches
 from toolcrib.policy.scopes import SCOPES
 from toolcrib.settings import Settings
-from toolcrib.store import oauth_server as store
-from toolcrib.store.members import hash_token
 from toolcrib.web.address_limits import AddressLimiter, address_bucket, client_address, too_many
 
 __all__ = ["MAX_REGISTRATION_BYTES", "authorization_server_routes"]
@@ -77,7 +74,7 @@ class HashedSecretAuthenticator(ClientAuthenticator):
             return client
         given = _secret(request, form.get("client_secret"), method, client_id)
         expected = getattr(client, "secret_sha256", None)
-        if not expected or not given or not hmac.compare_digest(expected, hash_token(given)):
+        if not expected or not given or not secret_matches(expected, given):
             raise AuthenticationError("Invalid client_secret")
         return client
 
@@ -198,7 +195,7 @@ def authorization_server_routes(
                 "invalid_client_metadata", f"registration is limited to {MAX_REGISTRATION_BYTES} bytes", 413
             )
         since = provider.clock() - 86400
-        if await store.count_registrations(provider.db, address, since) >= settings.oauth_clients_per_address:
+        if await provider.registrations_since(address, since) >= settings.oauth_clients_per_address:
             return too_many(3600)
         marker = _registering_from.set(address)
         try:

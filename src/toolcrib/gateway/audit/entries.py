@@ -12,7 +12,15 @@ from toolcrib.policy.gates import Principal, require_operation
 from toolcrib.store import audit as store
 from toolcrib.store.audit import AuditEntry, AuditFilter
 
-__all__ = ["admin_row", "export_audit", "record_admin_act", "search_audit", "stream_audit", "target_id"]
+__all__ = [
+    "AuditFilter",
+    "admin_row",
+    "export_audit",
+    "record_admin_act",
+    "search_audit",
+    "stream_audit",
+    "target_id",
+]
 
 _TARGET_MAX = 200
 

@@ -21,6 +21,7 @@ the request sealed, and :meth:`complete` turns the person's answer into a code.
 
 from __future__ import annotations
 
+import hmac
 import logging
 import secrets
 from collections.abc import Awaitable, Callable
@@ -56,6 +57,7 @@ from toolcrib.policy.scopes import SCOPES
 from toolcrib.store import oauth_server as store
 from toolcrib.store.crypto import SecretBox
 from toolcrib.store.database import Database
+from toolcrib.store.members import hash_token
 
 __all__ = [
     "API",
@@ -67,9 +69,16 @@ __all__ = [
     "Provider",
     "resource_ok",
     "resource_path",
+    "secret_matches",
 ]
 
 logger = logging.getLogger(__name__)
+
+
+def secret_matches(expected: str, given: str) -> bool:
+    """Whether ``given`` is the client secret stored as the SHA-256 ``expected`` (constant time)."""
+    return hmac.compare_digest(expected, hash_token(given))
+
 
 CODE_SECONDS = 300.0
 CONSENT_SECONDS = 600.0
@@ -275,6 +284,18 @@ class Provider:
 
     def open_request(self, sealed: str) -> ConsentRequest | None:
         return ConsentRequest.open(self.box, sealed, self.clock())
+
+    async def remembered_consent(self, member: str, client_id: str) -> frozenset[str] | None:
+        """The scopes this member let this client have and asked to be remembered, if any."""
+        return await store.get_consent(self.db, member, client_id)
+
+    async def remember_consent(self, member: str, client_id: str, scopes: frozenset[str]) -> None:
+        """Remember the scopes this member let this client have, so the next request skips the page."""
+        await store.put_consent(self.db, member, client_id, scopes, self.clock())
+
+    async def registrations_since(self, address: str, since: float) -> int:
+        """How many clients registered from this address (bucket) since ``since``."""
+        return await store.count_registrations(self.db, address, since)
 
     async def claim_request(self, request: ConsentRequest) -> bool:
         """True once per consent request: a link answered twice is a replay."""

@@ -18,9 +18,8 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from toolcrib.errors import InBandError, InvalidArguments
-from toolcrib.gateway.audit.entries import search_audit
+from toolcrib.gateway.audit.entries import AuditFilter, search_audit
 from toolcrib.gateway.audit.stream import stream_state
-from toolcrib.store.audit import AuditFilter
 from toolcrib.web.admin.handlers import Ctx, builder, error_view, page
 from toolcrib.web.admin.render import allowed
 from toolcrib.web.admin.session import open_session
