@@ -49,9 +49,12 @@ conformance: $(CONFORMANCE) ## the MCP conformance suite (npm), for tests/e2e/te
 # The suite starts hundreds of Python processes (the command line, gateways, fixture servers). Where
 # PYTHONDONTWRITEBYTECODE is set (as in many CI images) none of them caches the bytecode of the
 # project's own modules, and each compiles them again: compile them once, before the run.
-test: install oidc-fixture conformance ## the whole test suite (two worker processes, one test file each at a time)
+# Two workers sharing out the tests, the idle one taking over the other's queue (#33: worksteal
+# beat loadfile, which left one worker idle behind the slowest files); the 20 slowest tests are
+# printed at the end of every run.
+test: install oidc-fixture conformance ## the whole test suite (two worker processes sharing the tests out)
 	$(BIN)/python -m compileall -q -j 0 src tests/fixtures tests/__init__.py tests/conftest.py
-	$(BIN)/pytest -q -n 2 --dist loadfile
+	$(BIN)/pytest -q -n 2 --dist worksteal --durations=20
 
 check: install ## formatting, lint and strict typing
 	$(BIN)/ruff format --check src tests bench

@@ -60,22 +60,51 @@ def env_for(extra: dict[str, str] | None = None) -> dict[str, str]:
 
 
 def cli(
-    db_url: str, *args: str, check: bool = True, env: dict[str, str] | None = None
+    db_url: str, *args: str, check: bool = True, env: dict[str, str] | None = None, process: bool = False
 ) -> subprocess.CompletedProcess[str]:
-    """Run the real ``toolcrib`` command line."""
-    return subprocess.run(
-        [*TOOLCRIB, *args, "--database", db_url],
-        cwd=ROOT,
-        env=env_for({**key_env(db_url), **(env or {})}),
-        capture_output=True,
-        text=True,
-        check=check,
-        timeout=120,
+    """Run the ``toolcrib`` command line on ``db_url``: in this process where that is the same
+    (``tests.clirun``), else, or with ``process=True``, as a real process."""
+    return toolcrib(
+        [*args, "--database", db_url], env={**key_env(db_url), **(env or {})}, check=check, process=process
     )
 
 
-def cli_json(db_url: str, *args: str) -> object:
-    return json.loads(cli(db_url, *args, "--json").stdout)
+def cli_json(db_url: str, *args: str, process: bool = False) -> object:
+    return json.loads(cli(db_url, *args, "--json", process=process).stdout)
+
+
+@pytest.fixture
+def cli_processes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The command line of this test runs as real ``toolcrib`` processes (the smoke tests that
+    keep the in-process runs honest, #33)."""
+    monkeypatch.setenv("TOOLCRIB_TESTS_CLI", "process")
+
+
+def toolcrib(
+    argv: list[str],
+    *,
+    cwd: Path = ROOT,
+    env: dict[str, str | None] | None = None,
+    check: bool = False,
+    process: bool = False,
+) -> subprocess.CompletedProcess[str]:
+    """``toolcrib ARGV`` in ``cwd`` with ``env`` over this process's environment (a ``None`` value
+    unsets a variable); in process unless ``process`` or ``tests.clirun`` says it would differ."""
+    from tests import clirun
+
+    extra = env or {}
+    if not process and clirun.in_process_allowed(argv, extra):
+        done = clirun.run([*TOOLCRIB, *argv], argv, cwd=cwd, env=extra)
+    else:
+        full = env_for({k: v for k, v in extra.items() if v is not None})
+        for name in [k for k, v in extra.items() if v is None]:
+            full.pop(name, None)
+        done = subprocess.run(
+            [*TOOLCRIB, *argv], cwd=cwd, env=full, capture_output=True, text=True, timeout=120
+        )
+    if check:
+        done.check_returncode()
+    return done
 
 
 @dataclass
@@ -133,9 +162,21 @@ def start_gateway(
     return started
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _template_dir(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The folder of this test process's migrated SQLite template (``tests.templates``), built at
+    its first use."""
+    from tests.templates import TEMPLATE_DIR
+
+    TEMPLATE_DIR["dir"] = tmp_path_factory.getbasetemp()
+
+
 @pytest.fixture
 def db_url(tmp_path: Path) -> str:
-    return f"sqlite:///{tmp_path / 'toolcrib.db'}"
+    """A fresh SQLite organization at the schema head (a copy of the migrated template, #33)."""
+    from tests.templates import migrated_sqlite
+
+    return migrated_sqlite(tmp_path / "toolcrib.db")
 
 
 # --- PostgreSQL (#11, R-15): a real server started by the test run ------------------------------
@@ -177,6 +218,18 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return server.create_database()
 
 
+@pytest.fixture(params=["sqlite", "postgresql"])
+def migrated_store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh database of each kind already at the schema head: a copy of one migrated template
+    (a file copy on SQLite, ``CREATE DATABASE ... TEMPLATE`` on PostgreSQL, #33)."""
+    if request.param == "sqlite":
+        from tests.templates import migrated_sqlite
+
+        return migrated_sqlite(tmp_path / "toolcrib.db")
+    server: PostgresServer = request.getfixturevalue("postgres")
+    return server.create_database(migrated=True)
+
+
 # The database in-process gateways of the running test open (``tests.e2e.inprocess.settings_for``),
 # set by ``on_each_store``: a module marked ``usefixtures("on_each_store")`` runs each test on
 # SQLite and on PostgreSQL.
@@ -184,10 +237,10 @@ STORE_OVERRIDE: dict[str, str] = {}
 
 
 @pytest.fixture
-def on_each_store(store_url: str) -> Iterator[str]:
-    STORE_OVERRIDE["url"] = store_url
+def on_each_store(migrated_store_url: str) -> Iterator[str]:
+    STORE_OVERRIDE["url"] = migrated_store_url
     try:
-        yield store_url
+        yield migrated_store_url
     finally:
         STORE_OVERRIDE.clear()
 

@@ -66,6 +66,7 @@ class PostgresServer:
     root: Path
     port: int
     _databases: list[str] = field(default_factory=list)
+    _template: str | None = None
 
     @property
     def data(self) -> Path:
@@ -119,15 +120,31 @@ class PostgresServer:
     def url(self, database: str = "postgres") -> str:
         return f"postgresql://{SUPERUSER}@127.0.0.1:{self.port}/{database}"
 
-    def create_database(self) -> str:
-        """A fresh, empty database; returns its URL."""
+    def create_database(self, *, migrated: bool = False) -> str:
+        """A fresh database, empty or (``migrated``) a copy of one database migrated to the schema
+        head once per server (#33: ``CREATE DATABASE ... TEMPLATE``); returns its URL."""
         import psycopg
 
         name = "t_" + uuid.uuid4().hex[:16]
+        template = f" TEMPLATE {self._migrated_template()}" if migrated else ""
         with psycopg.connect(self.url(), autocommit=True) as conn:
-            conn.execute(f"CREATE DATABASE {name} STRATEGY = FILE_COPY")
+            conn.execute(f"CREATE DATABASE {name}{template} STRATEGY = FILE_COPY")
         self._databases.append(name)
         return self.url(name)
+
+    def _migrated_template(self) -> str:
+        from tests.templates import migrate_in_a_thread
+        from toolcrib.store.database import SCHEMA_HEAD
+
+        name = f"template_{SCHEMA_HEAD}"
+        if self._template != name:
+            import psycopg
+
+            with psycopg.connect(self.url(), autocommit=True) as conn:
+                conn.execute(f"CREATE DATABASE {name} STRATEGY = FILE_COPY")
+            migrate_in_a_thread(self.url(name))  # its engine closed: a template takes no connection
+            self._template = name
+        return name
 
     def stop(self) -> None:
         try:

@@ -99,9 +99,10 @@ def test_the_make_targets_the_readme_names_say_what_the_makefile_does() -> None:
     assert re.search(r"^test: install oidc-fixture conformance", makefile, re.M)
     assert "`make oidc-fixture`" in text
     assert "`make\nconformance`" in text
-    assert "pytest -q -n 2 --dist loadfile" in makefile
+    assert "pytest -q -n 2 --dist worksteal --durations=20" in makefile
     flat = " ".join(text.split())  # the README's words, whatever their line breaks
-    assert "two pytest workers, one test file each" in flat
+    assert "two pytest workers that share the tests out" in flat
+    assert "prints the 20 slowest tests" in flat
     assert "-m compileall" in makefile
     assert "compiles the project's modules once" in flat
     for tool in ("ruff format --check", "ruff check", "mypy"):

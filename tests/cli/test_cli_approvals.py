@@ -38,7 +38,7 @@ def test_14_cli_a_declined_approval_runs_nothing_and_shows_no_sealed_arguments(t
     cli(url, "connections", "add", "desk", "--connector", "Helpdesk", "--command", " ".join(FIXTURE_SERVER))
     cli_json(url, "approvals", "set", "destructive", "--account", "desk")
     args = ("call", "desk__purge_records", "--args", json.dumps({"marker": str(marker)}), "--json")
-    held = json.loads(cli(url, *args, check=False).stdout)["error"]
+    held = json.loads(cli(url, *args, check=False, process=True).stdout)["error"]  # a real process (#33)
     declined = cli_json(url, "approvals", "decline", held["approval_id"])
     assert declined["status"] == "declined"  # type: ignore[index]
     assert "arguments" not in declined  # type: ignore[operator]

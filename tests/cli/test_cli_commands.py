@@ -9,18 +9,14 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from tests.conftest import FIXTURE_SERVER, PYTHON, ROOT, TOOLCRIB, cli, cli_json, env_for, free_port
+from tests.conftest import FIXTURE_SERVER, PYTHON, ROOT, cli, cli_json, env_for, free_port, toolcrib
 
 ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00$")
 
 
 def run_in(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """``toolcrib ARGS`` in ``cwd`` with no database named by the environment."""
-    env = env_for()
-    env.pop("TOOLCRIB_DATABASE_URL", None)
-    return subprocess.run(
-        [*TOOLCRIB, *args], cwd=cwd, env=env, capture_output=True, text=True, check=False, timeout=120
-    )
+    return toolcrib([*args], cwd=cwd, env={"TOOLCRIB_DATABASE_URL": None})
 
 
 @pytest.fixture(scope="module")
@@ -52,6 +48,7 @@ def test_13_version_prints_the_package_version(tmp_path: Path) -> None:
     assert re.fullmatch(r"toolcrib \S+\n", out.stdout)
 
 
+@pytest.mark.usefixtures("cli_processes")  # a real-process smoke test (#33)
 def test_13_no_database_named_is_an_error_and_creates_nothing(tmp_path: Path) -> None:
     out = run_in(tmp_path, "members", "list")
     assert out.returncode == 1

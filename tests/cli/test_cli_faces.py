@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
 from tests.conftest import cli
 
 
@@ -16,6 +17,7 @@ def test_r10_2_cli_frozen_value_that_is_not_json_is_invalid_arguments_at_value(d
     assert "Expecting" not in out.stderr  # Python's json message
 
 
+@pytest.mark.usefixtures("cli_processes")  # a real-process smoke test (#33)
 def test_r3_3_cli_store_failure_prints_internal_error_and_logs_the_traceback_under_its_id(
     tmp_path: Path,
 ) -> None:

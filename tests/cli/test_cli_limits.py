@@ -34,7 +34,8 @@ def test_r7_10_a_malformed_limit_exits_1_with_invalid_arguments(db_url: str) -> 
         done = cli(db_url, "limits", "set", *args, "--json", check=False)
         assert done.returncode == 1, args
         assert json.loads(done.stdout)["error"]["code"] == "invalid_arguments", (args, done.stdout)
-    missing = cli(db_url, "limits", "remove", "rul_nothing", check=False)
+    # a real process (#33)
+    missing = cli(db_url, "limits", "remove", "rul_nothing", check=False, process=True)
     assert missing.returncode == 1
     assert "not_found" in missing.stderr
     assert cli_json(db_url, "limits", "list") == []

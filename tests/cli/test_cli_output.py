@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
 from tests.conftest import cli
 
 
+@pytest.mark.usefixtures("cli_processes")  # a real-process smoke test (#33)
 def test_error_message_keeps_its_brackets(db_url: str) -> None:
     cli(db_url, "init")  # the command line acts as the organization's owner (#21)
     out = cli(db_url, "connections", "add", "Bad Name", "--connector", "X", "--command", "x", check=False)

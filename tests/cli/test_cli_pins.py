@@ -91,7 +91,8 @@ def test_r13_4_cli_shows_the_diff_accepts_rejects_and_audits(tmp_path: Path) -> 
     }
     assert cli_json(db, "tools", "changes") == []
 
-    missing = cli(db, "tools", "accept", "crm", "wipe_lists_nope", "--json", check=False)
+    # a real process (#33)
+    missing = cli(db, "tools", "accept", "crm", "wipe_lists_nope", "--json", check=False, process=True)
     assert missing.returncode == 1
     assert json.loads(missing.stdout)["error"]["code"] == "not_found"
 

@@ -286,6 +286,7 @@ def test_26_bad_input_names_line_and_column_and_changes_nothing(
     assert still == []  # nothing changed: the organization is still exactly the file's
 
 
+@pytest.mark.usefixtures("cli_processes")  # a real-process smoke test (#33)
 def test_26_a_malformed_file_on_the_command_line_exits_1_with_line_and_column(
     applied: tuple[str, Path],
 ) -> None:

@@ -14,7 +14,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from tests.conftest import PYTHON, ROOT, TOOLCRIB, Process, env_for, free_port, start_fixture_http, wait_http
+from tests.conftest import (
+    PYTHON,
+    ROOT,
+    TOOLCRIB,
+    Process,
+    env_for,
+    free_port,
+    start_fixture_http,
+    toolcrib,
+    wait_http,
+)
 
 # Two dozen real `toolcrib` processes, each opening the gateway (about 4 s each on a quiet machine).
 pytestmark = pytest.mark.timeout(600)
@@ -61,6 +71,12 @@ def _env() -> dict[str, str]:
     env.pop("TOOLCRIB_DATABASE_URL", None)  # the README's lines find the database `init` recorded
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + str(ROOT / "src") + os.pathsep + env["PYTHONPATH"]
     return env
+
+
+def over_this_process(env: dict[str, str]) -> dict[str, str | None]:
+    """``env`` as changes to this process's environment (``None``: unset), for ``toolcrib``."""
+    changed: dict[str, str | None] = {k: v for k, v in env.items() if os.environ.get(k) != v}
+    return changed | {k: None for k in os.environ if k not in env}
 
 
 def _write_crm_catalog(cwd: Path) -> Path:
@@ -112,9 +128,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Demo:
             if args[1] == "serve":
                 serve_line = line  # a server: run by the test that talks to it
                 continue
-            done = subprocess.run(
-                [*TOOLCRIB, *args[1:]], cwd=cwd, env=env, capture_output=True, text=True, timeout=180
-            )
+            done = toolcrib(args[1:], cwd=cwd, env=over_this_process(env))
             ran.append((line, done))
     finally:
         crm.stop()

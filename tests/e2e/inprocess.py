@@ -15,6 +15,7 @@ import anyio
 import uvicorn
 
 from tests.conftest import PG_SECRET_KEY, STORE_OVERRIDE, free_port
+from tests.templates import migrated_sqlite
 from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.identity import members
 from toolcrib.gateway.process import open_gateway as open_process
@@ -23,9 +24,10 @@ from toolcrib.web.app import create_app
 
 
 def settings_for(tmp_path: Path, **values: Any) -> Settings:
-    """A SQLite file in ``tmp_path``, or the database ``on_each_store`` chose for this test (every
-    process on a PostgreSQL database shares one explicit secret key)."""
-    url = STORE_OVERRIDE.get("url", f"sqlite:///{tmp_path / 'gw.db'}")
+    """A SQLite file in ``tmp_path`` (at the schema head: a copy of the migrated template, #33),
+    or the database ``on_each_store`` chose for this test (every process on a PostgreSQL database
+    shares one explicit secret key)."""
+    url = STORE_OVERRIDE.get("url") or migrated_sqlite(tmp_path / "gw.db")
     if not url.startswith("sqlite"):
         values.setdefault("secret_key", PG_SECRET_KEY)
     return Settings(database_url=url, **values)
