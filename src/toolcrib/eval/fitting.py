@@ -110,14 +110,21 @@ def fit_listwise(lists: list[tuple[np.ndarray, np.ndarray, float]], ridge: float
     mean = row_weight @ x / row_weight.sum()
     scale = np.sqrt(row_weight @ (x - mean) ** 2 / row_weight.sum())
     scale[scale < 1e-9] = 1.0
-    standard = [((f - mean) / scale, gold / gold.sum(), w / total) for f, gold, w in lists]
-    width = x.shape[1]
+    standard = [((f - mean) / scale, np.zeros(len(f)), gold / gold.sum(), w / total) for f, gold, w in lists]
+    return Logistic(_conditional_logit(standard, x.shape[1], ridge), 0.0, mean, scale)
+
+
+def _conditional_logit(
+    standard: list[tuple[np.ndarray, np.ndarray, np.ndarray, float]], width: int, ridge: float
+) -> np.ndarray:
+    """Newton's method for a conditional logit over lists of ``(features, offset, target, weight)``:
+    each list's scores are its offset plus its features times the weights; steps capped at 1."""
     beta = np.zeros(width)
     for _ in range(100):
         gradient = ridge * beta
         hessian = ridge * np.eye(width)
-        for z, target, w in standard:
-            s = z @ beta
+        for z, offset, target, w in standard:
+            s = offset + z @ beta
             p = np.exp(s - s.max())
             p /= p.sum()
             expected = z.T @ p
@@ -128,7 +135,7 @@ def fit_listwise(lists: list[tuple[np.ndarray, np.ndarray, float]], ridge: float
         beta -= step
         if np.abs(step).max() < 1e-8:
             break
-    return Logistic(beta, 0.0, mean, scale)
+    return beta
 
 
 def fit_examples(
@@ -276,24 +283,7 @@ def _offset_listwise(
     row_weight = np.concatenate([np.full(len(f), w / (total * len(f))) for f, _, w in lists])
     scale = _scale(x, row_weight)
     standard = [(f[:, columns] / scale, cold.logit(f), gold / gold.sum(), w / total) for f, gold, w in lists]
-    width = len(columns)
-    beta = np.zeros(width)
-    for _ in range(100):
-        gradient = ridge * beta
-        hessian = ridge * np.eye(width)
-        for z, offset, target, w in standard:
-            s = offset + z @ beta
-            p = np.exp(s - s.max())
-            p /= p.sum()
-            expected = z.T @ p
-            gradient += w * (expected - z.T @ target)
-            hessian += w * ((z * p[:, None]).T @ z - np.outer(expected, expected))
-        step = np.linalg.solve(hessian, gradient)
-        step *= min(1.0, 1.0 / max(float(np.abs(step).max()), 1e-12))
-        beta -= step
-        if np.abs(step).max() < 1e-8:
-            break
-    return beta, scale
+    return _conditional_logit(standard, len(columns), ridge), scale
 
 
 def _threshold(examples: list[Example], probability: np.ndarray) -> float:
