@@ -64,13 +64,17 @@ def _size_consoles(env: Mapping[str, str | None]) -> None:
     and ``LINES`` (read once, when a console is made), or none fixed."""
     from rich.console import Console
 
+    from toolcrib.cli.common import LazyConsole
+
     seen = {**os.environ, **env}
     columns, lines = seen.get("COLUMNS"), seen.get("LINES")
     for name, module in list(sys.modules.items()):
         if not name.startswith("toolcrib.cli"):
             continue
         for value in vars(module).values():
-            if isinstance(value, Console):
+            if isinstance(value, LazyConsole):
+                value._console = None  # made again at its first print, from this command's size
+            elif isinstance(value, Console):
                 value._width = int(columns) if columns and columns.isdigit() else None
                 value._height = int(lines) if lines and lines.isdigit() else None
 
