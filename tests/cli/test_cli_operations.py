@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import pytest
 import typer
-from tests.conftest import FIXTURE_SERVER, cli, cli_json
+from tests.conftest import FIXTURE_SERVER, ROOT, cli, cli_json
 from typer.core import TyperGroup
 
 from toolcrib.cli.main import app
 from toolcrib.cli.operations import ALIASES, flag_of
 from toolcrib.gateway.control import OPERATIONS
-from toolcrib.gateway.operations import OPERATION_SPECS, input_schema
+from toolcrib.operations import OPERATION_SPECS, input_schema
 
 RENAMED = {
     ("grants", "revoke"): {"id": "grant_id"},
@@ -68,6 +68,9 @@ def test_r10_1_todays_command_names_stay_as_aliases_of_the_operation_commands() 
             group = root.commands[resource]
             assert isinstance(group, TyperGroup)
             assert name in group.commands, words
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    for alias, target in ALIASES.items():
+        assert f"`{alias}` = `{target}`" in readme  # documented
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,6 @@
 """Every control-plane operation as the command ``toolcrib {resource} {operation}`` (#33).
 
-The commands are built from the one table (:mod:`toolcrib.gateway.operations`): one per operation
+The commands are built from the one table (:mod:`toolcrib.operations`): one per operation
 that no hand-written command already answers under its own name, its options from the operation's
 argument model (``--name``; a boolean as ``--flag/--no-flag``; an argv as a repeated option, one
 word each, or one shell-quoted string). It runs :meth:`ControlPlane.call` as the host's operator,
@@ -20,7 +20,7 @@ import typer
 
 from toolcrib.cli.common import DatabaseOption, JsonOption, emit, fail, run_as_operator
 from toolcrib.errors import InBandError
-from toolcrib.gateway.operations import OPERATION_SPECS, OperationSpec, field_kind
+from toolcrib.operations import OPERATION_SPECS, OperationSpec, field_kind
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -25,7 +25,7 @@ from toolcrib.gateway.discovery import diagnose, learning
 from toolcrib.gateway.governance import approvals, rate_limits, restrictions
 from toolcrib.gateway.identity import grants, members
 from toolcrib.gateway.inputs import validate_input
-from toolcrib.gateway.operations import input_schema, spec
+from toolcrib.operations import input_schema, spec
 from toolcrib.policy.classify import classify_operation
 from toolcrib.policy.gates import Principal, can_use_operation, require_execute, require_operation
 from toolcrib.policy.operations import permission_of

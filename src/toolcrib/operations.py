@@ -3,9 +3,9 @@ argument model (#33). Every face derives from this one table: the MCP ``inputSch
 REST schema (:func:`input_schema`), the command ``toolcrib {resource} {operation}`` and its
 options (``toolcrib.cli.operations``); :mod:`toolcrib.gateway.control` pairs each with its handler.
 
-It imports pydantic only, so that building the command line (``toolcrib --help``) loads no
-gateway module. The schemas stay compact (no titles, no ``anyOf`` for an optional field): an
-owner's whole ``tools/list`` fits in 3,000 bytes (R-10.2).
+It sits beside ``errors`` and imports pydantic only, so that building the command line
+(``toolcrib --help``) loads no gateway module (#13). The schemas stay compact (no titles, no
+``anyOf`` for an optional field): an owner's whole ``tools/list`` fits in 3,000 bytes (R-10.2).
 """
 
 from __future__ import annotations
