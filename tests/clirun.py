@@ -69,7 +69,9 @@ def _size_consoles(env: Mapping[str, str | None]) -> None:
     for name, module in list(sys.modules.items()):
         if not name.startswith("toolcrib.cli"):
             continue
-        for value in vars(module).values():
+        for found in vars(module).values():
+            # ``common.console`` is a LazyConsole: the Console it made at an earlier run is sized too
+            value = found if isinstance(found, Console) else getattr(found, "_console", None)
             if isinstance(value, Console):
                 value._width = int(columns) if columns and columns.isdigit() else None
                 value._height = int(lines) if lines and lines.isdigit() else None
