@@ -138,3 +138,15 @@ def test_r10_2_restrictions_create_then_delete(org: str) -> None:
     assert rule["id"] not in [r["id"] for r in rules]
     out = cli(org, "restrictions", "create", "--effect", "block", "--json", check=False)
     assert out.returncode != 0
+
+
+def test_r10_1_connections_create_takes_the_command_word_by_word_and_delete_removes_it(org: str) -> None:
+    words = [arg for word in FIXTURE_SERVER for arg in ("--command", word)]
+    made = cli_json(org, "connections", "create", "--name", "clock", "--connector", "Clock", *words)
+    assert isinstance(made, dict)
+    assert made["name"] == "clock"
+    assert made["status"] == "active"
+    assert cli_json(org, "connections", "delete", "--name", "clock") == {"removed": "clock"}
+    listed = cli_json(org, "connections", "list")
+    assert isinstance(listed, list)
+    assert "clock" not in [c["name"] for c in listed]
