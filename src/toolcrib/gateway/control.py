@@ -2,9 +2,10 @@
 
 Each operation names its permission (``policy.operations``) and is classified by its own verb
 (read/write/destructive, R-7.3), which its annotations state (R-10.2); ``tools/list`` shows exactly
-the ones the caller may use. Its ``inputSchema`` is the one :func:`validate_input` checks on every
-face before the handler runs. The handlers call the same gateway functions as the CLI and the REST
-API.
+the ones the caller may use. Its ``inputSchema``, derived from the operation's typed argument model
+in :mod:`toolcrib.operations` (#33), is the one :func:`validate_input` checks on every face before
+the handler runs. MCP, REST, the console and the command ``toolcrib {resource} {operation}`` all
+dispatch through :class:`ControlPlane`.
 """
 
 from __future__ import annotations
