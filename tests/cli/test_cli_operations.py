@@ -68,6 +68,10 @@ def test_r10_1_todays_command_names_stay_as_aliases_of_the_operation_commands() 
             group = root.commands[resource]
             assert isinstance(group, TyperGroup)
             assert name in group.commands, words
+        resource, name = alias.split()
+        group = root.commands[resource]
+        assert isinstance(group, TyperGroup)
+        assert f"An alias of `toolcrib {target}`." in (group.commands[name].help or "")
     readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
     for alias, target in ALIASES.items():
         assert f"`{alias}` = `{target}`" in readme  # documented

@@ -237,6 +237,7 @@ operations.register(  # every control-plane operation as `toolcrib {resource} {o
     {
         "connections": admin.connections_app,
         "members": admin.members_app,
+        "tokens": admin.tokens_app,
         "restrictions": admin.restrictions_app,
         "frozen": admin.frozen_app,
         "tools": admin.tools_app,

@@ -125,3 +125,13 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
         if any(c.name == described.operation for c in group.registered_commands):
             continue
         group.command(described.operation)(_command(described))
+    _mark_aliases(groups)
+
+
+def _mark_aliases(groups: dict[str, typer.Typer]) -> None:
+    """Each alias's ``--help`` names the operation's own command."""
+    for alias, target in ALIASES.items():
+        resource, name = alias.split()
+        for info in groups[resource].registered_commands:
+            if info.name == name and info.callback is not None and info.help is None:
+                info.help = f"{inspect.getdoc(info.callback)}\n\nAn alias of `toolcrib {target}`."
