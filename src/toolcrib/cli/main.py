@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from toolcrib.cli import admin, orgfile, reference
+from toolcrib.cli import admin, operations, orgfile, reference
 from toolcrib.cli.approvals import approvals_app
 from toolcrib.cli.common import DatabaseOption, JsonOption, console, emit, fail, run_gateway, settings_for
 from toolcrib.cli.grants import grants_app
@@ -230,3 +230,21 @@ def quickstart(
     remember_database(settings.database_url)  # every later command here finds this organization
     prepare(settings)
     serve(host=settings.host, port=settings.port, database=settings.database_url, workers=1)
+
+
+operations.register(  # every control-plane operation as `toolcrib {resource} {operation}` (#33)
+    app,
+    {
+        "connections": admin.connections_app,
+        "members": admin.members_app,
+        "tokens": admin.tokens_app,
+        "restrictions": admin.restrictions_app,
+        "frozen": admin.frozen_app,
+        "tools": admin.tools_app,
+        "audit": admin.audit_app,
+        "approvals": approvals_app,
+        "grants": grants_app,
+        "limits": limits_app,
+        "search": search_app,
+    },
+)

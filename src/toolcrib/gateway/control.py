@@ -2,9 +2,10 @@
 
 Each operation names its permission (``policy.operations``) and is classified by its own verb
 (read/write/destructive, R-7.3), which its annotations state (R-10.2); ``tools/list`` shows exactly
-the ones the caller may use. Its ``inputSchema`` is the one :func:`validate_input` checks on every
-face before the handler runs. The handlers call the same gateway functions as the CLI and the REST
-API.
+the ones the caller may use. Its ``inputSchema``, derived from the operation's typed argument model
+in :mod:`toolcrib.operations` (#33), is the one :func:`validate_input` checks on every face before
+the handler runs. MCP, REST, the console and the command ``toolcrib {resource} {operation}`` all
+dispatch through :class:`ControlPlane`.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from toolcrib.gateway.discovery import diagnose, learning
 from toolcrib.gateway.governance import approvals, rate_limits, restrictions
 from toolcrib.gateway.identity import grants, members
 from toolcrib.gateway.inputs import validate_input
+from toolcrib.operations import input_schema, spec
 from toolcrib.policy.classify import classify_operation
 from toolcrib.policy.gates import Principal, can_use_operation, require_execute, require_operation
 from toolcrib.policy.operations import permission_of
@@ -66,25 +68,13 @@ class Operation:
         }
 
 
-_ARGV = {"type": ["string", "array"], "items": {"type": "string"}}
-"""A command line: one shell-quoted string, or its words."""
-
-
-def _op(
-    resource: str, operation: str, description: str, props: str = "", required: str = ""
-) -> Callable[[Handler], Operation]:
-    properties: dict[str, Any] = {}
-    for prop in props.split():  # "name" is a string argument, "name:integer" an integer one
-        name, _, kind = prop.partition(":")
-        properties[name] = _ARGV if kind == "argv" else {"type": kind or "string"}
-    schema: dict[str, Any] = {"type": "object"}
-    if properties:
-        schema["properties"] = properties
-    if required:
-        schema["required"] = required.split()
+def _op(resource: str, operation: str) -> Callable[[Handler], Operation]:
+    """The handler of ``resource__operation``, its description and schema from its typed model."""
+    described = spec(resource, operation)
+    schema = input_schema(described.arguments)
 
     def wrap(handler: Handler) -> Operation:
-        return Operation(resource, operation, description, schema, handler)
+        return Operation(resource, operation, described.description, schema, handler)
 
     return wrap
 
@@ -93,23 +83,17 @@ def _conn_views(rows: list[Any]) -> list[dict[str, Any]]:
     return [connections.connection_view(r) for r in rows]
 
 
-@_op("connections", "list", "List connections.")
+@_op("connections", "list")
 async def _connections_list(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
     return _conn_views(await connections.list_connections(gw, caller))
 
 
-@_op("connections", "get", "One connection.", "name", "name")
+@_op("connections", "get")
 async def _connections_get(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
     return connections.connection_view(await connections.get_connection(gw, arguments["name"], caller))
 
 
-@_op(
-    "connections",
-    "create",
-    "Connect an MCP server (command or url); oauth answers an authorize_url.",
-    "name connector command:argv url oauth:boolean per_member:boolean client_id client_secret scope pinning",
-    "name connector",
-)
+@_op("connections", "create")
 async def _connections_create(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
     client = {k: arguments.get(k) for k in ("client_id", "client_secret", "scope", "per_member")}
     row = await connections.add_connection(
@@ -125,7 +109,7 @@ async def _connections_create(gw: Gateway, caller: Principal, arguments: dict[st
     return connections.connection_view(row)
 
 
-@_op("connections", "update", "Relabel a connection.", "name connector", "name connector")
+@_op("connections", "update")
 async def _connections_update(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
     return connections.connection_view(
         await connections.update_connection(
@@ -134,58 +118,52 @@ async def _connections_update(gw: Gateway, caller: Principal, arguments: dict[st
     )
 
 
-@_op("connections", "delete", "Remove a connection.", "name", "name")
+@_op("connections", "delete")
 async def _connections_delete(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
     await connections.remove_connection(gw, arguments["name"], caller)
     return {"removed": arguments["name"]}
 
 
-@_op("connections", "refresh", "Re-read its tools.", "name", "name")
+@_op("connections", "refresh")
 async def _connections_refresh(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
     return connections.connection_view(await connections.refresh_connection(gw, arguments["name"], caller))
 
 
-@_op("members", "list", "List members.")
+@_op("members", "list")
 async def _members_list(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
     return [members.member_view(m) for m in await members.list_members(gw, caller)]
 
 
-@_op("members", "invite", "Add a member.", "name role", "name role")
+@_op("members", "invite")
 async def _members_invite(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
     return members.member_view(await members.add_member(gw, arguments["name"], arguments["role"], caller))
 
 
-@_op(
-    "members",
-    "update_role",
-    "Change role (pinned unless pinned=false).",
-    "name role pinned:boolean",
-    "name role",
-)
+@_op("members", "update_role")
 async def _members_update_role(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
     pinned = arguments.get("pinned", True) is not False
     await members.set_role(gw, arguments["name"], arguments["role"], caller, pinned=pinned)
     return {"name": arguments["name"], "role": arguments["role"], "pinned": pinned}
 
 
-@_op("members", "suspend", "Suspend a member.", "name", "name")
+@_op("members", "suspend")
 async def _members_suspend(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
     await members.suspend_member(gw, arguments["name"], caller)
     return {"suspended": arguments["name"]}
 
 
-@_op("members", "remove", "Remove a member.", "name", "name")
+@_op("members", "remove")
 async def _members_remove(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
     await members.remove_member(gw, arguments["name"], caller)
     return {"removed": arguments["name"]}
 
 
-@_op("grants", "list", "List grants.", "member")
+@_op("grants", "list")
 async def _grants_list(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
     return await grants.list_grants(gw, caller, arguments.get("member"))
 
 
-@_op("grants", "create", "New access token.", "member scopes", "member")
+@_op("grants", "create")
 async def _grants_create(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
     grant, token = await members.create_token(
         gw, arguments["member"], arguments.get("scopes") or members.DEFAULT_SCOPES, actor=caller
@@ -193,24 +171,18 @@ async def _grants_create(gw: Gateway, caller: Principal, arguments: dict[str, An
     return {"id": grant.id, "token": token}
 
 
-@_op("grants", "revoke", "Revoke a grant.", "id", "id")
+@_op("grants", "revoke")
 async def _grants_revoke(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
     await grants.revoke_grant(gw, caller, arguments["id"])
     return {"revoked": arguments["id"]}
 
 
-@_op("restrictions", "list", "List rules.")
+@_op("restrictions", "list")
 async def _restrictions_list(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
     return [restrictions.rule_view(r, gw.catalogs) for r in await restrictions.list_restrictions(gw, caller)]
 
 
-@_op(
-    "restrictions",
-    "create",
-    "Add allow/block rule.",
-    "effect target_kind target connector account tool",
-    "effect target_kind target",
-)
+@_op("restrictions", "create")
 async def _restrictions_create(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
     rule = await restrictions.add_restriction(
         gw,
@@ -225,26 +197,20 @@ async def _restrictions_create(gw: Gateway, caller: Principal, arguments: dict[s
     return restrictions.rule_view(rule, gw.catalogs)
 
 
-@_op("restrictions", "delete", "Delete a rule.", "id", "id")
+@_op("restrictions", "delete")
 async def _restrictions_delete(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
     await restrictions.remove_restriction(gw, arguments["id"], caller)
     return {"deleted": arguments["id"]}
 
 
-@_op("restrictions", "explain", "Rules deciding a tool.", "user role tool", "tool")
+@_op("restrictions", "explain")
 async def _restrictions_explain(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
     return await restrictions.explain_restriction(
         gw, user=arguments.get("user"), role=arguments.get("role"), tool=arguments["tool"], actor=caller
     )
 
 
-@_op(
-    "frozen",
-    "set",
-    "Freeze a param (JSON).",
-    "account tool param value secret:boolean",
-    "account tool param value",
-)
+@_op("frozen", "set")
 async def _frozen_set(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
     try:
         value = json.loads(arguments["value"])
@@ -266,24 +232,18 @@ async def _frozen_set(gw: Gateway, caller: Principal, arguments: dict[str, Any])
     return {"frozen": f"{account}__{tool}.{param}", "secret": secret, "status": status}
 
 
-@_op("frozen", "unset", "Unfreeze a param.", "account tool param", "account tool param")
+@_op("frozen", "unset")
 async def _frozen_unset(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
     await restrictions.unset_frozen(gw, caller, arguments["account"], arguments["tool"], arguments["param"])
     return {"unfrozen": f"{arguments['account']}__{arguments['tool']}.{arguments['param']}"}
 
 
-@_op("frozen", "list", "Frozen params.")
+@_op("frozen", "list")
 async def _frozen_list(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
     return await restrictions.list_frozen(gw, caller)
 
 
-@_op(
-    "approvals",
-    "set",
-    "Require approval for a risk.",
-    "risk account role required:boolean",
-    "risk",
-)
+@_op("approvals", "set")
 async def _approvals_set(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
     rules = await approvals.set_approval_rule(
         gw,
@@ -296,7 +256,7 @@ async def _approvals_set(gw: Gateway, caller: Principal, arguments: dict[str, An
     return [approvals.rule_view(r) for r in rules]
 
 
-@_op("approvals", "approve", "Approve a held call.", "id", "id")
+@_op("approvals", "approve")
 async def _approvals_approve(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
     return approvals.approval_view(await approvals.approve(gw, arguments["id"], caller))
 
@@ -306,12 +266,7 @@ def _whole(value: Any) -> Any:
     return int(value) if isinstance(value, float) and value.is_integer() and abs(value) < 2**53 else value
 
 
-@_op(
-    "limits",
-    "set",
-    "Rate limit calls (R-7.10).",
-    "member role account tool per_minute:integer per_day:integer",
-)
+@_op("limits", "set")
 async def _limits_set(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
     rule = await rate_limits.set_limit(
         gw,
@@ -326,12 +281,12 @@ async def _limits_set(gw: Gateway, caller: Principal, arguments: dict[str, Any])
     return rate_limits.limit_view(rule)
 
 
-@_op("limits", "list", "List rate limits.")
+@_op("limits", "list")
 async def _limits_list(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
     return [rate_limits.limit_view(r) for r in await rate_limits.list_limits(gw, caller)]
 
 
-@_op("limits", "remove", "Remove a rate limit.", "id", "id")
+@_op("limits", "remove")
 async def _limits_remove(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
     await rate_limits.remove_limit(gw, caller, arguments["id"])
     return {"removed": arguments["id"]}
@@ -348,12 +303,7 @@ def _seconds(value: float | None) -> float | None:
     return None if math.isnan(seconds) else min(max(seconds, -1e15), 1e15)
 
 
-@_op(
-    "audit",
-    "search",
-    "Audit trail; since/until: Unix s.",
-    "member account operation outcome since:number until:number",
-)
+@_op("audit", "search")
 async def _audit_search(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
     f = AuditFilter(
         member=arguments.get("member"),
@@ -366,13 +316,7 @@ async def _audit_search(gw: Gateway, caller: Principal, arguments: dict[str, Any
     return await audit.search_audit(gw, caller, f)
 
 
-@_op(
-    "results",
-    "read",
-    "Page a stored result.",
-    "result_id offset:integer length:integer",
-    "result_id",
-)
+@_op("results", "read")
 async def _results_read(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
     return await results.read_result(
         gw,
@@ -383,34 +327,34 @@ async def _results_read(gw: Gateway, caller: Principal, arguments: dict[str, Any
     )
 
 
-@_op("tools", "diagnose", "Why a tool is missing.", "name", "name")
+@_op("tools", "diagnose")
 async def _tools_diagnose(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
     return await diagnose.diagnose(gw, caller, arguments["name"])
 
 
-@_op("tools", "changes", "Held tool changes, diffed.", "account")
+@_op("tools", "changes")
 async def _tools_changes(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
     return await pins.list_changes(gw, caller, arguments.get("account"))
 
 
-@_op("tools", "accept", "Accept a change.", "account tool sha256", "account tool")
+@_op("tools", "accept")
 async def _tools_accept(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
     return await pins.accept_change(
         gw, caller, arguments["account"], arguments["tool"], arguments.get("sha256")
     )
 
 
-@_op("tools", "reject", "Keep it held.", "account tool", "account tool")
+@_op("tools", "reject")
 async def _tools_reject(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
     return await pins.reject_change(gw, caller, arguments["account"], arguments["tool"])
 
 
-@_op("search", "examples", "Learned searches per tool.")
+@_op("search", "examples")
 async def _search_examples(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
     return await learning.example_counts(gw, caller)
 
 
-@_op("search", "forget", "Forget learned searches.", "tool")
+@_op("search", "forget")
 async def _search_forget(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
     return await learning.forget_examples(gw, caller, arguments.get("tool"))
 
