@@ -128,8 +128,8 @@ class Process:
                 self.proc.wait(5)
 
 
-def start_fixture_http(extra_env: dict[str, str] | None = None) -> Process:
-    port = free_port()
+def start_fixture_http(extra_env: dict[str, str] | None = None, port: int | None = None) -> Process:
+    port = port or free_port()
     proc = subprocess.Popen(
         [*FIXTURE_SERVER, "--http", str(port)], cwd=ROOT, env=env_for(extra_env), stderr=subprocess.DEVNULL
     )
@@ -250,8 +250,54 @@ def key_env(db_url: str) -> dict[str, str]:
     return {} if db_url.startswith("sqlite") else {"TOOLCRIB_SECRET_KEY": PG_SECRET_KEY}
 
 
+class SharedFixtureServer:
+    """The one fixture HTTP server a test process shares (``fixture_http``), started again on its
+    own port when a test before ended it (its ``crash_server`` tool exits it, by design): one test
+    that ends it must not fail every later test of the process with ``connection refused``. Each
+    restart is said on stderr with the test before which it happened."""
+
+    def __init__(self, extra_env: dict[str, str]) -> None:
+        self._env = extra_env
+        self._process = start_fixture_http(extra_env)
+        self._port = int(self._process.url.rsplit(":", 1)[1].split("/", 1)[0])
+
+    def alive(self, before: str = "") -> Process:
+        if self._process.proc.poll() is not None:
+            print(
+                f"fixture_http: the shared server had exited ({self._process.proc.returncode}); "
+                f"started again on port {self._port} before {before or 'a module fixture'}",
+                file=sys.stderr,
+            )
+            self._process = start_fixture_http(self._env, port=self._port)
+        return self._process
+
+    @property
+    def proc(self) -> subprocess.Popen[bytes]:
+        return self.alive().proc
+
+    @property
+    def url(self) -> str:
+        return self.alive().url
+
+    def stop(self) -> None:
+        self._process.stop()
+
+
 @pytest.fixture(scope="session")
-def fixture_http() -> Iterator[Process]:
-    server = start_fixture_http({"FIXTURE_API_KEY": "fixture-secret-key-123456"})
+def _shared_fixture_http() -> Iterator[SharedFixtureServer]:
+    server = SharedFixtureServer({"FIXTURE_API_KEY": "fixture-secret-key-123456"})
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def fixture_http(_shared_fixture_http: SharedFixtureServer) -> SharedFixtureServer:
+    return _shared_fixture_http
+
+
+@pytest.fixture(autouse=True)
+def _fixture_http_up(request: pytest.FixtureRequest) -> None:
+    """Before a test that uses the shared server, it is up (see :class:`SharedFixtureServer`)."""
+    if "fixture_http" in request.fixturenames:
+        server = request.getfixturevalue("_shared_fixture_http")
+        server.alive(request.node.nodeid)
