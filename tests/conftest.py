@@ -11,7 +11,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, NoReturn
+from typing import IO, TYPE_CHECKING, Any, NoReturn
 
 import httpx2
 import pytest
@@ -250,6 +250,29 @@ def key_env(db_url: str) -> dict[str, str]:
     return {} if db_url.startswith("sqlite") else {"TOOLCRIB_SECRET_KEY": PG_SECRET_KEY}
 
 
+RESTARTS: list[str] = []
+"""What :class:`SharedFixtureServer` started again in this test process, for the run's summary."""
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """A worker hands its restarts to the controller (pytest-xdist's ``workeroutput``)."""
+    output = getattr(session.config, "workeroutput", None)
+    if output is not None:
+        output["fixture_http_restarts"] = list(RESTARTS)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    RESTARTS.extend(getattr(node, "workeroutput", {}).get("fixture_http_restarts", []))
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Every restart of the shared fixture server, named at the end of the run: the test before
+    which it happened follows the one that ended it in that worker."""
+    for said in RESTARTS:
+        terminalreporter.write_line(said)
+
+
 class SharedFixtureServer:
     """The one fixture HTTP server a test process shares (``fixture_http``), started again on its
     own port when a test before ended it (its ``crash_server`` tool exits it, by design): one test
@@ -263,11 +286,12 @@ class SharedFixtureServer:
 
     def alive(self, before: str = "") -> Process:
         if self._process.proc.poll() is not None:
-            print(
+            said = (
                 f"fixture_http: the shared server had exited ({self._process.proc.returncode}); "
-                f"started again on port {self._port} before {before or 'a module fixture'}",
-                file=sys.stderr,
+                f"started again on port {self._port} before {before or 'its next use'}"
             )
+            print(said, file=sys.stderr)
+            RESTARTS.append(said)
             self._process = start_fixture_http(self._env, port=self._port)
         return self._process
 

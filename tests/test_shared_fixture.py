@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import httpx2
 
-from tests.conftest import SharedFixtureServer
+from tests.conftest import RESTARTS, SharedFixtureServer
 
 
 def test_a_shared_fixture_server_ended_by_a_test_is_up_again_on_its_port(
@@ -19,3 +19,5 @@ def test_a_shared_fixture_server_ended_by_a_test_is_up_again_on_its_port(
     assert fixture_http.proc is not ended
     answer = httpx2.get(url.removesuffix("/mcp") + "/", timeout=30)
     assert answer.status_code < 500
+    assert "started again" in RESTARTS[-1]
+    RESTARTS.pop()  # this test's own doing: the run's summary names only restarts nobody asked for
