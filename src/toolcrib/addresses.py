@@ -43,7 +43,7 @@ from urllib.parse import urlsplit
 
 import anyio
 
-from toolcrib.errors import AddressRefused, ConfigError
+from toolcrib.errors import AddressRefused, ConfigError, shown_host
 
 if TYPE_CHECKING:  # httpx2 and httpcore2 (~0.2 s) load with the first guarded client (#33)
     from toolcrib.guarded_http import GuardedBackend, guarded_client, guarded_transport
@@ -205,13 +205,6 @@ async def system_resolve(host: str, port: int) -> list[str]:
     return [str(info[4][0]) for info in infos]
 
 
-_MAX_HOST_SHOWN = 253
-
-
-def _shown(host: str) -> str:
-    return host if len(host) <= _MAX_HOST_SHOWN else host[:_MAX_HOST_SHOWN] + "..."
-
-
 @dataclass(frozen=True, slots=True)
 class AddressPolicy:
     """Which hosts the gateway calls: one per process, from ``Settings.deny_private_addresses``.
@@ -250,9 +243,9 @@ class AddressPolicy:
         try:
             answers = await self.resolve(host, port)
         except (UnicodeError, ValueError) as exc:  # not encodable as a DNS name
-            raise OSError(f"cannot resolve {_shown(host)!r}") from exc
+            raise OSError(f"cannot resolve {shown_host(host)!r}") from exc
         if not answers:
-            raise OSError(f"{_shown(host)!r} has no address")
+            raise OSError(f"{shown_host(host)!r} has no address")
         for answer in answers:
             why = refusal(answer, deny_private=self.deny_private, allow_loopback=self.allow_loopback)
             if why is not None:
@@ -274,7 +267,7 @@ class AddressPolicy:
 
 
 def _refused(host: str, why: str) -> AddressRefused:
-    return AddressRefused(_shown(host), why)
+    return AddressRefused(shown_host(host), why)
 
 
 def _host_port(url: str) -> tuple[str, int]:

@@ -84,6 +84,7 @@ __all__ = [
     "UpstreamError",
     "UpstreamStopped",
     "UpstreamTimeout",
+    "shown_host",
 ]
 
 
@@ -223,6 +224,15 @@ class UpstreamStopped(UpstreamError):
 
 class UpstreamAuthFailed(UpstreamError):
     """The upstream answered 401/403 to the connection's own credentials: the connection needs reauth."""
+
+
+_MAX_HOST_SHOWN = 253
+
+
+def shown_host(host: str) -> str:
+    """``host`` as an error names it: cut after 253 characters (the longest DNS name), so a
+    hostile URL's megabyte of host name never reaches a message."""
+    return host if len(host) <= _MAX_HOST_SHOWN else host[:_MAX_HOST_SHOWN] + "..."
 
 
 class AddressRefused(UpstreamError):

@@ -17,21 +17,15 @@ import anyio
 import httpcore2
 import httpx2
 
-from toolcrib.errors import AddressRefused
+from toolcrib.errors import AddressRefused, shown_host
 
 __all__ = ["GuardedBackend", "guarded_client", "guarded_transport"]
-
-_MAX_HOST_SHOWN = 253  # as ``addresses`` shows a host in an error
 
 
 class _Policy(Protocol):
     """What the backend asks of an ``addresses.AddressPolicy``."""
 
     async def addresses_for(self, host: str, port: int) -> list[str]: ...
-
-
-def _shown(host: str) -> str:
-    return host if len(host) <= _MAX_HOST_SHOWN else host[:_MAX_HOST_SHOWN] + "..."
 
 
 class _RefusedConnect(AddressRefused, httpx2.ConnectError):
@@ -80,9 +74,9 @@ class GuardedBackend(httpcore2.AsyncNetworkBackend):
         except AddressRefused as exc:
             raise _RefusedConnect(exc.host, exc.why) from None
         except TimeoutError as exc:
-            raise httpcore2.ConnectTimeout(f"resolving {_shown(host)!r} took too long") from exc
+            raise httpcore2.ConnectTimeout(f"resolving {shown_host(host)!r} took too long") from exc
         except OSError as exc:
-            raise httpcore2.ConnectError(f"cannot resolve {_shown(host)!r}") from exc
+            raise httpcore2.ConnectError(f"cannot resolve {shown_host(host)!r}") from exc
 
     async def connect_unix_socket(
         self,
