@@ -197,8 +197,14 @@ async def live_parent(conn: AsyncConnection, parent: str, now: float) -> Bound |
         return None
     if r.expires_at is not None and r.expires_at <= now:
         return None
-    passed_on = r.children_until if r.kind == "session" else r.expires_at
-    return Bound(frozenset(r.scopes.split()), passed_on)
+    return Bound(frozenset(r.scopes.split()), _passed_on(r))
+
+
+def _passed_on(r: Any) -> float | None:
+    """The latest end a grant made from row ``r`` may have: its own, or a sign-in session's
+    ``children_until`` (the end of what signed in, not the pages' eight hours)."""
+    ends: float | None = r.children_until if r.kind == "session" else r.expires_at
+    return ends
 
 
 async def ancestors_live(conn: AsyncConnection, parent: str | None, now: float) -> bool:
@@ -220,8 +226,10 @@ async def ancestors_live(conn: AsyncConnection, parent: str | None, now: float) 
                 ).where(grants.c.id == parent)
             )
         ).first()
-        ends = r.children_until if r is not None and r.kind == "session" else (r.expires_at if r else None)
-        if r is None or r.revoked_at is not None or (ends is not None and ends <= now):
+        if r is None or r.revoked_at is not None:
+            return False
+        ends = _passed_on(r)
+        if ends is not None and ends <= now:
             return False
         parent = r.parent
     return False
