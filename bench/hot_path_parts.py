@@ -103,7 +103,7 @@ async def run(calls: int) -> dict[str, Any]:
                 _, token = await members.init_owner(gw, "owner")
                 await add_connection(gw, "desk", connector="Helpdesk", url=url, actor=OPERATOR)
                 principal = await authenticate(gw, token)
-                session = gw.upstreams.session(spec_of(gw, gw.connections["desk"]))
+                session = gw.upstreams.session(spec_of(gw, gw.catalog.connections["desk"]))
                 arguments = {"message": "hello"}
                 figures["UpstreamSession.call_tool"] = await _cpu_ms(
                     lambda: session.call_tool("echo_message", arguments), calls

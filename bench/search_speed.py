@@ -96,11 +96,11 @@ def _grown(base: Accounts, size: int) -> Accounts:
 
 async def _store(gw: Gateway, accounts: Accounts) -> int:
     """Replace every connection in the store by ``accounts`` (normalized and carded as a sync does)."""
-    for row in await conn_store.list_connections(gw.db):
-        await conn_store.delete_connection(gw.db, row.name)
+    for row in await conn_store.list_connections(gw.store.db):
+        await conn_store.delete_connection(gw.store.db, row.name)
     usable = 0
     for account, (connector, tools) in accounts.items():
-        await conn_store.insert_connection(gw.db, _row(account, connector))
+        await conn_store.insert_connection(gw.store.db, _row(account, connector))
         stored = []
         for record in normalize_catalog(account, connector, tools):
             item = StoredTool(record, None, record.refused)
@@ -108,7 +108,7 @@ async def _store(gw: Gateway, accounts: Accounts) -> int:
                 item.card = build_card(record, risk=classify(record.name, record.annotations, None))
                 usable += 1
             stored.append(item)
-        await conn_store.replace_catalog(gw.db, account, stored, status="active", reason=None)
+        await conn_store.replace_catalog(gw.store.db, account, stored, status="active", reason=None)
     return usable
 
 
@@ -129,7 +129,7 @@ def _row(name: str, connector: str) -> ConnectionRow:
 
 async def _index_all(gw: Gateway) -> float:
     """Seconds to index every stored catalog from scratch (what a gateway start does)."""
-    for name in list(gw.connections):
+    for name in list(gw.catalog.connections):
         await forget_connection(gw, name)
     start = time.perf_counter()
     await sync_from_store(gw)
@@ -205,7 +205,7 @@ def _bm25s(accounts: Accounts, queries: list[str], rounds: int) -> dict[str, flo
 
 async def _cold(gw: Gateway, threads: int) -> dict[str, Any]:
     """Index every stored catalog with an empty vector cache, the catalog encoder on ``threads``."""
-    async with gw.db.begin() as conn:
+    async with gw.store.db.begin() as conn:
         await conn.execute(delete(vectors))
     gw.index._threads = threads
     encoded = gw.index.encoded

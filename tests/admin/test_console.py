@@ -54,7 +54,7 @@ class Org:
     owner: str
 
     async def token(self, name: str, role: str, scopes: str = members.DEFAULT_SCOPES) -> str:
-        if await member_store.get_member(self.c.gw.db, name) is None:
+        if await member_store.get_member(self.c.gw.store.db, name) is None:
             await members.add_member(self.c.gw, name, role, actor=OPERATOR)
         return (await members.create_token(self.c.gw, name, scopes, actor=OPERATOR))[1]
 
@@ -77,7 +77,7 @@ async def test_13_signed_out_console_pages_send_to_the_sign_in_form(org: Org) ->
         assert (answer.status_code, answer.headers["location"]) == (303, "/admin/login")
     posted = await http.post("/admin/members/invite", data={"name": "mallory", "role": "owner"})
     assert posted.status_code == 303
-    assert await member_store.get_member(org.c.gw.db, "mallory") is None
+    assert await member_store.get_member(org.c.gw.store.db, "mallory") is None
 
 
 async def test_13_sign_in_sets_an_httponly_samesite_strict_cookie_secure_over_https(org: Org) -> None:
@@ -147,7 +147,7 @@ async def test_13_a_post_without_the_sessions_csrf_token_changes_nothing(org: Or
         headers={"Origin": "https://evil.example"},
     )
     assert cross.status_code == 403
-    assert await member_store.get_member(org.c.gw.db, "eve") is None
+    assert await member_store.get_member(org.c.gw.store.db, "eve") is None
 
 
 async def test_13_another_sessions_csrf_token_is_refused(org: Org) -> None:
@@ -157,7 +157,7 @@ async def test_13_another_sessions_csrf_token_is_refused(org: Org) -> None:
         "/admin/members/invite", data={"name": "eve2", "role": "admin", "csrf": other_csrf}
     )
     assert answer.status_code == 403
-    assert await member_store.get_member(org.c.gw.db, "eve2") is None
+    assert await member_store.get_member(org.c.gw.store.db, "eve2") is None
 
 
 async def test_r7_1_a_member_sees_only_the_pages_their_role_allows(org: Org) -> None:
@@ -183,7 +183,7 @@ async def test_r7_1_an_auditor_reads_the_audit_log_and_members_but_changes_nothi
     forged = await http.post("/admin/members/invite", data={"name": "mole", "role": "owner", "csrf": csrf})
     assert forged.status_code == 403
     assert "<code>permission_required</code>" in forged.text
-    assert await member_store.get_member(org.c.gw.db, "mole") is None
+    assert await member_store.get_member(org.c.gw.store.db, "mole") is None
 
 
 async def test_r10_2_a_console_action_answers_the_same_code_as_rest(org: Org) -> None:
@@ -198,7 +198,7 @@ async def test_r10_2_a_console_action_answers_the_same_code_as_rest(org: Org) ->
     assert rest.json()["error"]["code"] == "forbidden"
     assert (answer.status_code, rest.status_code) == (403, 403)
     assert "<code>forbidden</code>" in answer.text
-    assert "shell" not in org.c.gw.connections
+    assert "shell" not in org.c.gw.catalog.connections
 
 
 async def test_13_hostile_names_are_escaped_on_every_page(org: Org) -> None:
@@ -248,10 +248,10 @@ async def test_r13_6_the_connections_page_shows_an_authorize_link_to_who_started
 async def _set_auth(org: Org, auth: str | None) -> None:
     """Mark desk as an OAuth connection (or not) in the store and the live catalog."""
     gw = org.c.gw
-    await connection_store.update_connection(gw.db, "desk", auth=auth)
-    row = await connection_store.get_connection(gw.db, "desk")
+    await connection_store.update_connection(gw.store.db, "desk", auth=auth)
+    row = await connection_store.get_connection(gw.store.db, "desk")
     assert row is not None
-    await install_catalog(gw, row, await connection_store.load_catalog(gw.db, "desk"))
+    await install_catalog(gw, row, await connection_store.load_catalog(gw.store.db, "desk"))
 
 
 async def test_13_a_new_token_is_shown_once_and_works(org: Org) -> None:

@@ -94,7 +94,7 @@ async def org(tmp_path_factory: pytest.TempPathFactory, fixture_http: Process) -
             await members.add_member(gw, name, role, actor=OPERATOR)
             tokens.append((await members.create_token(gw, name, ALL, actor=OPERATOR))[1])
         async with console(gw) as c:
-            yield Org(c, folder / "gw.db", owner, *tokens)
+            yield Org(c, folder / "gw.store.db", owner, *tokens)
 
 
 def _path(held: dict[str, Any]) -> str:
@@ -152,7 +152,7 @@ async def test_14_the_held_arguments_are_sealed_at_rest_and_forgotten_once_the_a
     sealed = org.sealed(held["approval_id"])
     assert sealed is not None
     assert ticket not in sealed
-    assert org.c.gw.box.open(sealed) == {"ticket_id": ticket}
+    assert org.c.gw.store.box.open(sealed) == {"ticket_id": ticket}
     await approvals.approve(org.c.gw, held["approval_id"], actor=OPERATOR)
     assert org.sealed(held["approval_id"]) is not None  # approved, not used yet: still readable
     assert not (await org.run(ticket)).get("isError")
@@ -239,10 +239,10 @@ async def test_14_long_arguments_are_cut_on_the_approval_page(org: Org) -> None:
 
 async def test_14_an_expired_approval_shows_no_arguments_and_no_buttons(org: Org) -> None:
     gw = org.c.gw
-    now = gw.clock()
+    now = gw.store.clock()
     lapsed = Approval("apr_lapsed", "mia", DELETE, "ab", "pending", None, now - 700, now - 100)
     await approval_store.insert_approval(
-        gw.db, dataclasses.replace(lapsed, arguments=gw.box.seal({"ticket_id": "TCK-LAPSED"}))
+        gw.store.db, dataclasses.replace(lapsed, arguments=gw.store.box.seal({"ticket_id": "TCK-LAPSED"}))
     )
     admin, _ = await org.c.signed_in(org.admin)
     page = (await admin.get("/admin/approvals/apr_lapsed")).text
@@ -255,7 +255,7 @@ async def test_14_an_expired_approval_shows_no_arguments_and_no_buttons(org: Org
 
 async def test_14_housekeeping_deletes_an_expired_approval_with_its_arguments(org: Org) -> None:
     held = await org.hold("TCK-EXPIRE-6")
-    await approval_store.purge(org.c.gw.db, held["expires_at"] + 1)
+    await approval_store.purge(org.c.gw.store.db, held["expires_at"] + 1)
     with sqlite3.connect(org.db_file) as conn:
         left = conn.execute("SELECT count(*) FROM approvals WHERE id = ?", (held["approval_id"],)).fetchone()
     admin, _ = await org.c.signed_in(org.admin)

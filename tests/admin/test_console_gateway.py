@@ -33,7 +33,7 @@ async def test_r7_1_only_an_owner_reactivates_a_suspended_owner(tmp_path: Path) 
             await members.reactivate_member(gw, "olga", admin)
         assert refused.value.code == "permission_required"
         await members.reactivate_member(gw, "olga", await operator_principal(gw))
-        olga = await member_store.get_member(gw.db, "olga")
+        olga = await member_store.get_member(gw.store.db, "olga")
         assert olga is not None
         assert olga.status == "active"
         with pytest.raises(ConfigError):  # an active member is not reactivated

@@ -58,7 +58,7 @@ async def test_r13_4_console_changes_page_shows_the_escaped_diff_and_accepts(tmp
                 "/admin/changes/accept", data={**target, "csrf": csrf, "sha256": "0" * 64}
             )
             assert stale.status_code == 400  # the page showed another definition: nothing accepted
-            assert gw.catalogs["crm"]["sync_contacts"].held
+            assert gw.catalog.tools["crm"]["sync_contacts"].held
 
             member_http, member_csrf = await c.signed_in(mia)
             assert (await member_http.get("/admin/changes")).status_code == 403

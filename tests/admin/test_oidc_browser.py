@@ -63,6 +63,6 @@ async def test_r7_8_console_signs_in_through_the_identity_provider_in_a_browser(
                         assert "toolcrib_oidc" not in cookies  # the flow's own cookie is gone
                 finally:
                     server.should_exit = True
-            ann = await identities.get_identity(gw.db, "ann@example.com")
+            ann = await identities.get_identity(gw.store.db, "ann@example.com")
             assert ann is not None
             assert (ann.role, ann.source) == ("admin", "oidc")

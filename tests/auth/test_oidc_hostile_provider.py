@@ -47,7 +47,7 @@ async def signing_console(
     async with open_gateway(settings) as gw, console(gw) as con:
         config = OIDCConfig(ISSUER, "tc", None, "openid email", settings.resource_url + "/auth/oidc/callback")
         chosen = transport or httpx2.MockTransport(handler)
-        con.app.state.oidc = OIDCClient(config, clock=gw.clock, transport=chosen, fetch_seconds=0.5)
+        con.app.state.oidc = OIDCClient(config, clock=gw.store.clock, transport=chosen, fetch_seconds=0.5)
         yield con
 
 
@@ -158,7 +158,7 @@ async def test_r7_7_start_sends_pkce_s256_state_and_nonce_and_keeps_them_sealed(
         assert "Path=/auth/oidc" in cookie
         sealed = http.cookies["toolcrib_oidc"]
         assert query["state"] not in sealed
-        pending = Pending.from_json(con.gw.box.open(sealed))
+        pending = Pending.from_json(con.gw.store.box.open(sealed))
         assert pending is not None
         assert (pending.state, pending.nonce) == (query["state"], query["nonce"])
         assert pending.next == "/admin/"  # another site is never a place to go back to

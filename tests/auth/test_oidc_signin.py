@@ -88,7 +88,7 @@ async def live(
         "oidc_scopes": "openid email groups", "oidc_role_map": ROLE_MAP, "port": world.port, **values,
     }  # fmt: skip
     async with open_gateway(settings_for(tmp_path, **options), clock=clock) as gw:
-        if not await member_store.list_members(gw.db):
+        if not await member_store.list_members(gw.store.db):
             await owner_token(gw)
         app = create_app(gw.settings, gateway=gw)
         server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=world.port, log_level="warning"))
@@ -126,7 +126,7 @@ def error_of(page: httpx2.Response) -> tuple[str, str]:
 
 
 async def grants_of(gw: Gateway, name: str) -> list[member_store.GrantRow]:
-    return await member_store.list_grants(gw.db, name)
+    return await member_store.list_grants(gw.store.db, name)
 
 
 # --- who becomes a member, with which role -------------------------------------------------
@@ -140,7 +140,7 @@ async def test_r7_8_first_sign_in_creates_the_member_with_the_role_its_group_map
         assert answer.status_code == 303
         assert answer.headers["location"] == "/mcp-clients/done"
         assert SIGNIN_COOKIE in answer.headers["set-cookie"]
-        ann = await identities.get_identity(lv.gw.db, "ann@example.com")
+        ann = await identities.get_identity(lv.gw.store.db, "ann@example.com")
         assert ann is not None
         assert (ann.role, ann.source, ann.email, ann.subject, ann.issuer) == (
             "admin", "oidc", "ann@example.com", "ann@example.com", world.idp.issuer,
@@ -151,7 +151,7 @@ async def test_r7_8_first_sign_in_creates_the_member_with_the_role_its_group_map
         assert grant.expires_at is not None
         assert 7.9 * 3600 < grant.expires_at - time.time() <= 8 * 3600
         assert (await sign_in(world, lv, "bob@example.com")).status_code == 200
-        bob = await identities.get_identity(lv.gw.db, "bob@example.com")
+        bob = await identities.get_identity(lv.gw.store.db, "bob@example.com")
         assert bob is not None
         assert bob.role == "member"
 
@@ -165,11 +165,11 @@ async def test_r7_8_unmapped_person_gets_no_member_no_grant_and_a_page_saying_wh
         assert error_of(page) == ("access_denied", "no_role")
         assert "None of your groups" in page.text
         assert "toolcrib_admin=" not in page.headers.get("set-cookie", "")
-        assert await identities.get_identity(lv.gw.db, "eve@example.com") is None
+        assert await identities.get_identity(lv.gw.store.db, "eve@example.com") is None
         assert await grants_of(lv.gw, "eve@example.com") == []
     async with live(world, tmp_path, oidc_default_role="auditor") as lv:
         assert (await sign_in(world, lv, "eve@example.com")).status_code == 200
-        eve = await identities.get_identity(lv.gw.db, "eve@example.com")
+        eve = await identities.get_identity(lv.gw.store.db, "eve@example.com")
         assert eve is not None
         assert eve.role == "auditor"
 
@@ -182,7 +182,7 @@ async def test_r7_8_another_domain_and_an_unverified_email_are_refused(world: Wo
         page = await sign_in(world, lv, "carol@example.com")
         assert page.status_code == 403
         assert error_of(page) == ("access_denied", "email_unverified")
-        assert [m.name for m in await member_store.list_members(lv.gw.db)] == ["owner"]
+        assert [m.name for m in await member_store.list_members(lv.gw.store.db)] == ["owner"]
         assert (await sign_in(world, lv, "bob@example.com")).status_code == 200
 
 
@@ -191,7 +191,7 @@ async def test_r7_8_signing_in_again_remaps_the_role_up_and_down_unless_pinned(
     world: World, tmp_path: Path
 ) -> None:
     async def role() -> str | None:
-        found = await identities.get_identity(lv.gw.db, "bob@example.com")
+        found = await identities.get_identity(lv.gw.store.db, "bob@example.com")
         return found.role if found else None
 
     async with live(world, tmp_path) as lv:
@@ -250,7 +250,7 @@ async def test_r7_7_wrong_or_replayed_state_is_refused_as_invalid_request(
         page = await http.get(back.replace("state=", "state=x"))
         assert page.status_code == 400
         assert error_of(page) == ("invalid_request", "state_mismatch")
-        assert await identities.get_identity(lv.gw.db, "bob@example.com") is None
+        assert await identities.get_identity(lv.gw.store.db, "bob@example.com") is None
 
         back = await to_callback(
             http, f"{lv.base}/auth/oidc/start?next=/admin/", "bob@example.com", world.callback
@@ -327,11 +327,11 @@ async def _refused_with(world: World, lv: Live, transport: httpx2.AsyncBaseTrans
     previous: OIDCClient | None = getattr(lv.app.state, "oidc", None)
     if previous is not None:
         await previous.aclose()
-    lv.app.state.oidc = OIDCClient(config, clock=lv.gw.clock, transport=transport)
+    lv.app.state.oidc = OIDCClient(config, clock=lv.gw.store.clock, transport=transport)
     page = await sign_in(world, lv, "bob@example.com")
     assert page.status_code in (400, 502), page.status_code
-    assert await identities.get_identity(lv.gw.db, "bob@example.com") is None
-    assert await identities.get_identity(lv.gw.db, "ann@example.com") is None
+    assert await identities.get_identity(lv.gw.store.db, "bob@example.com") is None
+    assert await identities.get_identity(lv.gw.store.db, "ann@example.com") is None
     return error_of(page)
 
 
@@ -380,4 +380,4 @@ async def test_r7_7_expired_id_token_is_refused(world: World, tmp_path: Path) ->
         page = await sign_in(world, lv, "bob@example.com")
         assert page.status_code == 400
         assert error_of(page) == ("invalid_token", "expired")
-        assert await identities.get_identity(lv.gw.db, "bob@example.com") is None
+        assert await identities.get_identity(lv.gw.store.db, "bob@example.com") is None

@@ -98,12 +98,12 @@ class Client:
 
 
 async def role_of(lv: Live, name: str) -> str | None:
-    found = await identities.get_identity(lv.gw.db, name)
+    found = await identities.get_identity(lv.gw.store.db, name)
     return found.role if found else None
 
 
 async def oauth_grant_revoked(lv: Live, name: str) -> bool:
-    async with lv.gw.db.read() as conn:
+    async with lv.gw.store.db.read() as conn:
         rows = (
             await conn.execute(
                 select(grants.c.revoked_at).where(grants.c.member == name, grants.c.kind == "oauth")
@@ -126,7 +126,7 @@ async def test_r7_11_leaving_the_admin_group_at_the_provider_remaps_the_grant_at
         client = Client(lv, http)
         await client.grant(world, BOB)
         assert await role_of(lv, BOB) == "admin"
-        vouch = await idp_vouches.get_vouch(lv.gw.db, BOB)
+        vouch = await idp_vouches.get_vouch(lv.gw.store.db, BOB)
         assert vouch is not None
         assert vouch.refresh_sealed  # the provider's refresh token, kept sealed
         assert "offline_access" not in vouch.refresh_sealed
@@ -169,7 +169,7 @@ async def test_r7_11_a_person_the_provider_removed_loses_the_grant_at_its_next_r
         world.idp.remove(BOB)
         assert refused(await client.refresh()) == "invalid_grant"
         assert await oauth_grant_revoked(lv, BOB)
-        assert await idp_vouches.get_vouch(lv.gw.db, BOB) is None  # nothing of theirs is kept
+        assert await idp_vouches.get_vouch(lv.gw.store.db, BOB) is None  # nothing of theirs is kept
 
 
 class NoIdTokenAtRefresh(httpx2.AsyncBaseTransport):
@@ -206,7 +206,7 @@ async def test_r7_11_without_an_id_token_at_refresh_the_providers_userinfo_remap
             s.oidc_issuer, s.oidc_client_id, s.oidc_client_secret, s.oidc_scopes, world.callback
         )
         network = NoIdTokenAtRefresh()
-        lv.app.state.oidc = OIDCClient(config, clock=lv.gw.clock, transport=network)
+        lv.app.state.oidc = OIDCClient(config, clock=lv.gw.store.clock, transport=network)
         client = Client(lv, http)
         await client.grant(world, BOB)
         world.idp.set_groups(BOB, ["staff"])
@@ -233,7 +233,7 @@ async def _unreachable_bound(world: World, tmp_path: Path, *, refresh_tokens: bo
         async with live(mine, tmp_path, clock=clock, signin_per_minute=10_000) as lv, browser() as http:
             client = Client(lv, http)
             await client.grant(mine, BOB)
-            vouch = await idp_vouches.get_vouch(lv.gw.db, BOB)
+            vouch = await idp_vouches.get_vouch(lv.gw.store.db, BOB)
             assert vouch is not None
             assert (vouch.refresh_sealed is not None) is refresh_tokens
             if refresh_tokens:

@@ -434,16 +434,16 @@ def test_26_r15_2_a_running_replica_sees_what_a_file_applied_on_postgresql(postg
         async with open_gateway(settings, follow_changes=False) as applier:
             await members.init_owner(applier, "owner")
             async with open_gateway(settings) as replica:
-                assert (await replica.policy()).rules == ()  # held for the policy cache time
+                assert (await replica.policy.current()).rules == ()  # held for the policy cache time
                 await apply_file(
                     applier, await members.operator_principal(applier), ORG, "org.yaml", environ=ENV
                 )
                 with anyio.fail_after(30):
-                    while "desk" not in replica.catalogs or not (await replica.policy()).rules:  # noqa: ASYNC110 - the replica offers no event, bounded
+                    while "desk" not in replica.catalog.tools or not (await replica.policy.current()).rules:  # noqa: ASYNC110 - the replica offers no event, bounded
                         await anyio.sleep(0.05)
-                assert replica.connections["desk"].status == "active"
-                assert "echo_message" in replica.catalogs["desk"]
-                assert {r.target for r in (await replica.policy()).rules} == {"member", "bob"}
+                assert replica.catalog.connections["desk"].status == "active"
+                assert "echo_message" in replica.catalog.tools["desk"]
+                assert {r.target for r in (await replica.policy.current()).rules} == {"member", "bob"}
                 assert replica.settings.policy_cache_seconds >= 60
 
     anyio.run(main)

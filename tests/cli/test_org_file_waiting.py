@@ -178,7 +178,7 @@ def test_r13_8_every_face_lists_what_waits_for_its_tool(down: Org) -> None:
         control = ControlPlane(gw)
         prefix = gw.settings.control_prefix
         return {
-            "status": gw.connections["crm"].status,
+            "status": gw.catalog.connections["crm"].status,
             "mcp": (await control.call(op, f"{prefix}__frozen__list", {}))["result"],
             "rest": (await control.call(op, f"{prefix}__restrictions__list", {}, over_mcp=False))["result"],
         }

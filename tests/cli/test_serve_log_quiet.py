@@ -31,7 +31,7 @@ def _until(check: object, what: str, timeout: float = 60.0) -> None:
 
 
 def test_serve_at_the_default_level_logs_no_sql_statement_while_it_polls_and_beats(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'gw.db'}"
+    url = f"sqlite:///{tmp_path / 'gw.store.db'}"
     port = free_port()
     command = [*TOOLCRIB, "serve", "--port", str(port), "--database", url]
     env = env_for(

@@ -66,7 +66,7 @@ async def wait_for(check: Callable[[], Any], seconds: float = 20) -> Any:
 
 
 async def audit_rows(gw: Gateway, operation: str) -> list[AuditEntry]:
-    return await audit_store.search(gw.db, AuditFilter(operation=operation))
+    return await audit_store.search(gw.store.db, AuditFilter(operation=operation))
 
 
 def read_marker(path: Path) -> str:

@@ -27,7 +27,7 @@ def settings_for(tmp_path: Path, **values: Any) -> Settings:
     """A SQLite file in ``tmp_path`` (at the schema head: a copy of the migrated template, #33),
     or the database ``on_each_store`` chose for this test (every process on a PostgreSQL database
     shares one explicit secret key)."""
-    url = STORE_OVERRIDE.get("url") or migrated_sqlite(tmp_path / "gw.db")
+    url = STORE_OVERRIDE.get("url") or migrated_sqlite(tmp_path / "gw.store.db")
     if not url.startswith("sqlite"):
         values.setdefault("secret_key", PG_SECRET_KEY)
     return Settings(database_url=url, **values)

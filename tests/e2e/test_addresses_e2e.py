@@ -62,8 +62,8 @@ async def served(tmp_path: Path, **values: Any) -> AsyncIterator[tuple[Gateway, 
 
 
 async def _nothing_saved(gw: Gateway) -> None:
-    assert await store.list_connections(gw.db) == []
-    assert gw.connections == {}
+    assert await store.list_connections(gw.store.db) == []
+    assert gw.catalog.connections == {}
 
 
 async def test_r13_5_connections_create_over_mcp_refuses_every_metadata_url(
@@ -103,7 +103,7 @@ async def test_r13_5_connections_create_over_rest_refuses_every_metadata_url(
 
 
 def test_r13_5_cli_connections_add_of_the_metadata_address_exits_1_and_saves_nothing(tmp_path: Path) -> None:
-    db_url = f"sqlite:///{tmp_path / 'gw.db'}"
+    db_url = f"sqlite:///{tmp_path / 'gw.store.db'}"
     log = tmp_path / "connects.log"
     guarded = [PYTHON, "-c", "from tests.netguard import run_cli; run_cli()"]
     env = env_for({**key_env(db_url), LOG_ENV: str(log), "TOOLCRIB_SEMANTIC": "false"})
@@ -228,7 +228,7 @@ async def test_r13_5_oauth_discovery_never_calls_an_authorization_server_at_a_me
             assert row.status != "active"
             assert row.authorize_url is None  # no flow reached the provider
             await oauth.wait_authorized(gw, "notes")
-            row = await store.get_connection(gw.db, "notes")
+            row = await store.get_connection(gw.store.db, "notes")
             assert row is not None
             assert row.reason is not None
             assert "does not call" in row.reason, row.reason

@@ -40,7 +40,7 @@ async def _require_destructive(served: Served) -> None:
 
 async def _kept_arguments(gw: Gateway) -> list[str | None]:
     """The sealed arguments column of every approval in the store."""
-    async with gw.db.read() as conn:
+    async with gw.store.db.read() as conn:
         return [r[0] for r in (await conn.execute(select(approvals.c.arguments))).all()]
 
 

@@ -23,7 +23,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.anyio, pytest.mark.usefixtures("on_ea
 
 
 async def _outcomes(gw: Gateway) -> list[str]:
-    async with gw.db.begin() as conn:
+    async with gw.store.db.begin() as conn:
         return list((await conn.execute(select(audit.c.outcome).order_by(audit.c.id))).scalars())
 
 
@@ -54,14 +54,14 @@ async def test_r11_1_calls_of_a_process_with_a_stale_heartbeat_read_unknown(tmp_
     settings = settings_for(tmp_path, heartbeat_seconds=5)
     async with open_gateway(settings) as gw:
         ghost = instances.Instance(id="ins_ghost", host="elsewhere", pid=1)
-        now = gw.clock()
-        await instances.register(gw.db, ghost, now - 60)
-        async with gw.db.begin() as conn:
+        now = gw.store.clock()
+        await instances.register(gw.store.db, ghost, now - 60)
+        async with gw.store.db.begin() as conn:
             row = {
                 "started_at": now - 50, "member": "m", "grant_id": "g", "account": "a", "connector": "c",
                 "operation": "a__t", "classification": "read", "approved": True, "outcome": "pending",
                 "instance": ghost.id,
             }  # fmt: skip
             await conn.execute(audit.insert().values(**row))
-        assert await recover_orphans(gw.db, gw.instance, gw.clock(), gw.settings) == 1
+        assert await recover_orphans(gw.store.db, gw.instance, gw.store.clock(), gw.settings) == 1
         assert await _outcomes(gw) == ["unknown"]

@@ -33,7 +33,6 @@ from toolcrib.gateway.connections.manage import add_connection
 from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.discovery.search import flat_listing_bytes
 from toolcrib.gateway.governance.restrictions import add_restriction
-from toolcrib.gateway.identity.bearer import authenticate
 from toolcrib.gateway.identity.members import add_member, create_token
 from toolcrib.store.members import find_grant_by_token
 
@@ -464,7 +463,7 @@ async def test_r11_2_entry_holds_account_reached_target_id_classification_and_no
             assert error_code(slow) == "upstream_timeout"
             crash = await execute(client, "desk-a__crash_server")
             assert error_code(crash) == "upstream_error"
-        found_grant = await find_grant_by_token(gw.db, token)
+        found_grant = await find_grant_by_token(gw.store.db, token)
         assert found_grant is not None
     rows = audit_rows(path)
     assert closed == rows[:1]
@@ -614,9 +613,9 @@ async def test_r14_1_metrics_count_requests_latency_searches_upstream_failures_a
                 )
             async with httpx2.AsyncClient() as http:
                 response = await http.get(base + "/metrics", headers={"Authorization": f"Bearer {owner}"})
-        alice_principal = await authenticate(gw, alice)
+        alice_principal = await gw.bearers.authenticate(alice)
         flat_bytes = await flat_listing_bytes(gw, alice_principal)
-        assert 0 < flat_bytes < gw.flat_listing_bytes()  # alice's grant has no mcp:destructive
+        assert 0 < flat_bytes < gw.catalog.flat_listing_bytes()  # alice's grant has no mcp:destructive
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/plain")
     m = _parse(response.text)

@@ -64,12 +64,12 @@ async def until(condition: Callable[[], bool], seconds: float = 30.0) -> None:
 
 
 async def final_audit_ids(gw: Gateway) -> set[int]:
-    async with gw.db.read() as conn:
+    async with gw.store.db.read() as conn:
         return set((await conn.execute(select(audit.c.id).where(audit.c.outcome != "pending"))).scalars())
 
 
 async def outbox_rows(gw: Gateway) -> int:
-    async with gw.db.read() as conn:
+    async with gw.store.db.read() as conn:
         return int((await conn.execute(select(func.count()).select_from(audit_outbox))).scalar_one())
 
 
@@ -218,14 +218,14 @@ async def test_r11_4_retention_deletes_old_delivered_entries_and_keeps_undeliver
                 return entry.id
 
             old_sent = [await act("old__sent") for _ in range(3)]
-            assert await gw.audit_stream.deliver(gw.db, sink) >= 3
+            assert await gw.audit_stream.deliver(gw.store.db, sink) >= 3
             receiver.stop()  # the sink goes down
             old_waiting = await act("old__waiting")
-            assert await gw.audit_stream.deliver(gw.db, sink) == 0
+            assert await gw.audit_stream.deliver(gw.store.db, sink) == 0
             now[0] += 10 * 86_400
             recent = await act("recent__sent")
             assert (
-                await prune_audit(gw.db, gw.clock(), gw.settings.audit_retention_days) >= 3
+                await prune_audit(gw.store.db, gw.store.clock(), gw.settings.audit_retention_days) >= 3
             )  # the three sent (and any row the owner's creation wrote)
             left = await final_audit_ids(gw)
             assert left == {old_waiting, recent}
@@ -396,14 +396,14 @@ async def test_r11_4_a_dead_process_call_read_unknown_is_streamed_too(tmp_path: 
     try:
         async with open_gateway(settings_for(tmp_path, audit_sink_url=receiver.url, **FAST)) as gw:
             ghost = instances.Instance(id="ins_ghost", host="elsewhere", pid=1)
-            await instances.register(gw.db, ghost, gw.clock() - 60)
-            async with gw.db.begin() as conn:
-                row = {"started_at": gw.clock() - 50, "member": "m", "grant_id": "g", "account": "a",
+            await instances.register(gw.store.db, ghost, gw.store.clock() - 60)
+            async with gw.store.db.begin() as conn:
+                row = {"started_at": gw.store.clock() - 50, "member": "m", "grant_id": "g", "account": "a",
                        "connector": "c", "operation": "a__t", "classification": "read", "approved": True,
                        "outcome": "pending", "instance": ghost.id}  # fmt: skip
                 written = await conn.execute(audit.insert().values(**row))
             assert await outbox_rows(gw) == 0  # pending: not final, not streamed
-            assert await recover_orphans(gw.db, gw.instance, gw.clock(), gw.settings) == 1
+            assert await recover_orphans(gw.store.db, gw.instance, gw.store.clock(), gw.settings) == 1
             orphan = int(written.inserted_primary_key[0])
             await until(lambda: orphan in receiver.audit_ids())
         (found,) = [e for e in receiver.events if e["unmapped"]["audit_id"] == orphan]

@@ -42,7 +42,7 @@ async def _cancel_mid_call(served: Served, marker: Path) -> None:
 
 async def _audit_outcomes(served: Served) -> list[str]:
     """The audit rows' outcomes of the call, read from the table itself."""
-    async with served.gw.db.read() as conn:
+    async with served.gw.store.db.read() as conn:
         rows = await conn.execute(select(audit.c.outcome).where(audit.c.operation == TOOL))
         return [str(r[0]) for r in rows]
 

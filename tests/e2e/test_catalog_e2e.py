@@ -46,28 +46,28 @@ async def test_r4_2_catalog_over_5000_tools_is_refused_and_previous_catalog_stay
     state = tmp_path / "state.json"
     async with open_gateway(settings_for(tmp_path)) as gw:
         await _desk(gw, state)
-        before = set(gw.catalogs["desk"])
+        before = set(gw.catalog.tools["desk"])
         state.write_text(json.dumps({"extra_tools": 5001}))
         row = await refresh_connection(gw, "desk", principal=OPERATOR)
         assert row.status == "error"
         assert row.reason is not None
         assert "5,000" in row.reason
-        assert set(gw.catalogs["desk"]) == before  # the previous catalog is kept, not live
+        assert set(gw.catalog.tools["desk"]) == before  # the previous catalog is kept, not live
         assert len(gw.index) == 0
         state.write_text(json.dumps({"extra_tools": 3}))
         assert (await refresh_connection(gw, "desk", principal=OPERATOR)).status == "active"
-        assert len(gw.catalogs["desk"]) == len(before) + 3
+        assert len(gw.catalog.tools["desk"]) == len(before) + 3
 
 
 async def test_r4_1_list_changed_notification_resyncs_the_catalog(tmp_path: Path) -> None:
     async with open_gateway(settings_for(tmp_path)) as gw:
         token = await owner_token(gw)
         await _desk(gw)
-        assert "quarterly_report" not in gw.catalogs["desk"]
+        assert "quarterly_report" not in gw.catalog.tools["desk"]
         async with serve(gw) as base, connect(base, token) as client:
             await client.call_tool("execute_tool", {"tool": "desk__grow_catalog"})
             with anyio.fail_after(15):
-                while "quarterly_report" not in gw.catalogs["desk"]:  # noqa: ASYNC110 - bounded above
+                while "quarterly_report" not in gw.catalog.tools["desk"]:  # noqa: ASYNC110 - bounded above
                     await anyio.sleep(0.05)
             found = gateway_payload(
                 await client.call_tool("search_tools", {"query": "quarterly revenue report"})
@@ -138,7 +138,7 @@ async def test_r4_9_giant_tool_surface_is_small_clean_and_executes_exactly(tmp_p
     async with open_gateway(settings_for(tmp_path)) as gw:
         token = await owner_token(gw)
         await _desk(gw)
-        record = gw.catalogs["desk"][GIANT_TOOL_NAME].record
+        record = gw.catalog.tools["desk"][GIANT_TOOL_NAME].record
         async with serve(gw) as base, connect(base, token) as client:
             found = gateway_payload(
                 await client.call_tool("search_tools", {"query": "bulk update records", "limit": 1})

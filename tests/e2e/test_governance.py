@@ -396,7 +396,7 @@ async def test_r8_4_a_refusal_of_the_resolver_stops_each_path(
             assert (
                 error_code(await org.call(org.owner, PREFIX + "connections__create", create)) == "restricted"
             )
-            assert "desk-two" not in org.gw.connections
+            assert "desk-two" not in org.gw.catalog.connections
         elif gate == "search":
             found = await org.search(org.owner, "add two numbers")
             assert found["results"] == []

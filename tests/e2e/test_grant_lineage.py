@@ -29,7 +29,6 @@ from tests.principals import OPERATOR
 from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.identity import grants as grant_faces
 from toolcrib.gateway.identity import members
-from toolcrib.gateway.identity.bearer import authenticate
 from toolcrib.store.tables import grants, oauth_tokens
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio, pytest.mark.usefixtures("on_each_store")]
@@ -81,7 +80,7 @@ class World:
 
     async def rows(self, member: str) -> dict[str, Any]:
         """The member's grants by kind (one of each in these tests)."""
-        async with self.gw.db.read() as conn:
+        async with self.gw.store.db.read() as conn:
             found = (await conn.execute(select(grants).where(grants.c.member == member))).all()
         return {r.kind: r for r in found}
 
@@ -146,7 +145,7 @@ async def test_r7_11_an_expiring_personal_token_ends_the_oauth_grant_and_no_refr
         assert renewed.status_code == 200, renewed.text
         fresh = renewed.json()
         assert fresh["expires_in"] <= 1800  # the access token ends with the personal token
-        async with w.gw.db.read() as conn:
+        async with w.gw.store.db.read() as conn:
             ends = (await conn.execute(select(oauth_tokens.c.expires_at))).scalars().all()
         assert ends
         assert max(ends) <= pat_ends  # the refresh token too
@@ -166,7 +165,7 @@ async def test_r7_11_revoking_the_sign_in_session_revokes_the_oauth_grant_made_a
         _, pat = await w.admin("ada")
         client_id, issued = await w.consented(pat)
         session_id = (await w.rows("ada"))["session"].id
-        me = await authenticate(w.gw, pat)
+        me = await w.gw.bearers.authenticate(pat)
         await grant_faces.revoke_grant(w.gw, me, session_id)
         assert (await rpc(w.base, issued["access_token"], "tools/list", {})).status_code == 401
         refused = await w.refresh(client_id, issued["refresh_token"])
@@ -214,7 +213,7 @@ async def test_r7_11_a_personal_token_created_through_an_admins_token_ends_with_
     async with world(tmp_path) as w:
         pat_id, pat = await w.admin("ada")
         await members.add_member(w.gw, "bob", "member", actor=OPERATOR)
-        made, bobs = await members.create_token(w.gw, "bob", ALL, actor=await authenticate(w.gw, pat))
+        made, bobs = await members.create_token(w.gw, "bob", ALL, actor=await w.gw.bearers.authenticate(pat))
         assert (await rpc(w.base, bobs, "tools/list", {})).status_code == 200
         await members.revoke_token(w.gw, pat_id, OPERATOR)
         assert (await rpc(w.base, bobs, "tools/list", {})).status_code == 401
@@ -281,7 +280,12 @@ async def test_r7_11_suspending_or_removing_a_member_forgets_their_identity_prov
         for name, end in (("ada", members.suspend_member), ("bob", members.remove_member)):
             await members.add_member(w.gw, name, "member", actor=OPERATOR)
             await idp_vouches.put_sign_in(
-                w.gw.db, member=name, issuer="https://idp.example", subject=name, refresh_sealed="x", now=1.0
+                w.gw.store.db,
+                member=name,
+                issuer="https://idp.example",
+                subject=name,
+                refresh_sealed="x",
+                now=1.0,
             )
             await end(w.gw, name, OPERATOR)
-            assert await idp_vouches.get_vouch(w.gw.db, name) is None
+            assert await idp_vouches.get_vouch(w.gw.store.db, name) is None

@@ -66,11 +66,11 @@ async def test_r7_9_last_use_is_written_at_most_once_a_minute_not_per_call(
     async with organization(tmp_path, fixture_http, semantic=False) as org:
         issued = await oauth_grant(org.base, await org.token("lulu"))
         assert (await rpc(org.base, issued["access_token"], "tools/list", {})).status_code == 200
-        grant = next(g for g in await member_store.list_grants(org.gw.db, "lulu") if g.kind == "oauth")
-        first = await _last_used(org.gw.db, grant.id)
+        grant = next(g for g in await member_store.list_grants(org.gw.store.db, "lulu") if g.kind == "oauth")
+        first = await _last_used(org.gw.store.db, grant.id)
         for _ in range(3):
             assert (await rpc(org.base, issued["access_token"], "tools/list", {})).status_code == 200
-        assert await _last_used(org.gw.db, grant.id) == first
+        assert await _last_used(org.gw.store.db, grant.id) == first
 
 
 async def _last_used(db: object, grant_id: str) -> float | None:

@@ -26,7 +26,6 @@ from toolcrib.errors import Forbidden, InvalidArguments
 from toolcrib.gateway.connections.catalogs import sync_from_store
 from toolcrib.gateway.connections.manage import add_connection, remove_connection, update_connection
 from toolcrib.gateway.identity import members
-from toolcrib.gateway.identity.bearer import authenticate
 from toolcrib.store import connections as conn_store
 from toolcrib.store import members as member_store
 from toolcrib.store.connections import ConnectionRow
@@ -87,7 +86,7 @@ async def test_r7_1_admin_cannot_revoke_an_owner_grant(org: Org) -> None:
     error = error_of(await org.call(admin, PREFIX + "grants__revoke", {"id": grant_id}))
     assert (error["code"], error["permission"]) == ("permission_required", "owners:write")
     assert (await rest(org, admin, "grants__revoke", {"id": grant_id})).status_code == 403
-    grant = await member_store.get_grant(org.gw.db, grant_id)
+    grant = await member_store.get_grant(org.gw.store.db, grant_id)
     assert grant is not None
     assert grant.revoked_at is None
     assert await org.control(org.owner, "members__list")  # the owner's token still works
@@ -114,7 +113,7 @@ async def test_r7_1_every_act_on_an_owner_is_owner_only(
     admin = await org.token("ada", "admin", ALL_SCOPES)
     error = error_of(await org.call(admin, PREFIX + operation, arguments))
     assert (error["code"], error["permission"]) == ("permission_required", "owners:write")
-    roles = {m.name: (m.role, m.status) for m in await member_store.list_members(org.gw.db)}
+    roles = {m.name: (m.role, m.status) for m in await member_store.list_members(org.gw.store.db)}
     assert roles["owner"] == ("owner", "active")
     assert roles["ada"] == ("admin", "active")
     assert "usurper" not in roles
@@ -141,10 +140,10 @@ async def test_r7_5_a_grant_mints_no_grant_that_outlives_it(org: Org) -> None:
         org.gw, "eve", "mcp:read mcp:write", expires_days=1, actor=OPERATOR
     )
     minted = await org.control(token, "grants__create", {"member": "eve", "scopes": "mcp:read"})
-    stored = await member_store.get_grant(org.gw.db, minted["id"])
+    stored = await member_store.get_grant(org.gw.store.db, minted["id"])
     assert stored is not None
     assert stored.expires_at == grant.expires_at  # no expiry asked: it ends with its creator
-    actor = await authenticate(org.gw, token)
+    actor = await org.gw.bearers.authenticate(token)
     with pytest.raises(InvalidArguments) as refused:
         await members.create_token(org.gw, "eve", "mcp:read", expires_days=30, actor=actor)
     assert [e["pointer"] for e in refused.value.errors] == ["/expires_days"]
@@ -166,7 +165,7 @@ async def test_r13_3_secret_a_failing_stdio_server_prints_is_redacted_before_it_
         )
     try:
         assert row.status == "error"
-        stored = await conn_store.get_connection(org.gw.db, "leaky")
+        stored = await conn_store.get_connection(org.gw.store.db, "leaky")
         assert stored is not None
         assert stored.reason is not None
         assert "[REDACTED]" in stored.reason  # the reason is still there, without the secrets
@@ -200,7 +199,9 @@ async def test_r13_3_a_reason_stored_before_redaction_is_redacted_on_read(org: O
     )
     assert row.status == "active"
     try:
-        await conn_store.set_status(org.gw.db, "legacy", "error", f"boom: key {SECRET} sess {JWT_SHAPED}")
+        await conn_store.set_status(
+            org.gw.store.db, "legacy", "error", f"boom: key {SECRET} sess {JWT_SHAPED}"
+        )
         await sync_from_store(org.gw)  # the follower's step: the row changed behind its back
         member = await org.token("mia")
         inactive = await org.execute(member, "legacy__echo_message", {"message": "hi"})
@@ -263,7 +264,7 @@ async def test_r13_3_stdio_connection_over_mcp_or_rest_is_forbidden_by_default(
     assert error["code"] == "forbidden"
     answer = await rest(org, org.owner, "connections__create", {**create, "command": shlex.join(command)})
     assert (answer.status_code, answer.json()["error"]["code"]) == (403, "forbidden")
-    assert await conn_store.get_connection(org.gw.db, "shell") is None
+    assert await conn_store.get_connection(org.gw.store.db, "shell") is None
     assert not marker.exists()
     http = {"name": "desk-web", "connector": "Helpdesk", "url": org.upstream}
     try:  # a URL stays open to the remote faces
@@ -286,10 +287,10 @@ async def test_r13_3_allow_remote_stdio_lets_the_remote_faces_add_a_stdio_server
 async def test_r13_3_update_to_a_stdio_command_or_its_env_is_forbidden_to_a_token_by_default(
     org: Org,
 ) -> None:
-    admin = await authenticate(org.gw, await org.token("ada", "admin", ALL_SCOPES))
+    admin = await org.gw.bearers.authenticate(await org.token("ada", "admin", ALL_SCOPES))
     with pytest.raises(Forbidden):
         await update_connection(org.gw, "desk", command=FIXTURE_SERVER, actor=admin)
-    desk = await conn_store.get_connection(org.gw.db, "desk")
+    desk = await conn_store.get_connection(org.gw.store.db, "desk")
     assert desk is not None
     assert (desk.transport, desk.command, desk.url) == ("http", None, org.upstream)
     row = await add_connection(org.gw, "local", connector="Local", command=FIXTURE_SERVER, actor=OPERATOR)
@@ -330,13 +331,13 @@ async def test_r13_malformed_connection_definition_is_refused_before_it_is_saved
 ) -> None:
     create = {"name": "broken", "connector": "Helpdesk", **arguments}
     with pytest.raises(InvalidArguments) as refused:  # the gateway's own check, whatever the face
-        await add_connection(org.gw, **create, actor=await authenticate(org.gw, org.owner))
+        await add_connection(org.gw, **create, actor=await org.gw.bearers.authenticate(org.owner))
     assert pointer in [e["pointer"] for e in refused.value.errors]
     error = error_of(await org.call(org.owner, PREFIX + "connections__create", create))
     assert error["code"] == "invalid_arguments"
     answer = await rest(org, org.owner, "connections__create", create)
     assert (answer.status_code, answer.json()["error"]["code"]) == (400, "invalid_arguments")
-    assert [r.name for r in await conn_store.list_connections(org.gw.db)] == ["desk"]
+    assert [r.name for r in await conn_store.list_connections(org.gw.store.db)] == ["desk"]
     assert [c["name"] for c in await org.control(org.owner, "connections__list")] == ["desk"]
 
 
@@ -359,7 +360,7 @@ async def test_r13_malformed_env_or_headers_are_refused_before_they_are_saved(
             org.gw, "broken", connector="Helpdesk", url=org.upstream, actor=OPERATOR, **values
         )
     assert pointer in [e["pointer"] for e in refused.value.errors]
-    assert await conn_store.get_connection(org.gw.db, "broken") is None
+    assert await conn_store.get_connection(org.gw.store.db, "broken") is None
 
 
 async def test_r13_1_a_malformed_stored_row_lists_as_error_instead_of_failing_every_face(org: Org) -> None:
@@ -375,7 +376,7 @@ async def test_r13_1_a_malformed_stored_row_lists_as_error_instead_of_failing_ev
         tool_count=0,
         catalog_version=0,
     )
-    await conn_store.insert_connection(org.gw.db, bad)
+    await conn_store.insert_connection(org.gw.store.db, bad)
     try:
         member = await org.token("mia")
         faces = [

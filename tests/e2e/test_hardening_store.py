@@ -32,20 +32,21 @@ LONG_AGO = 1_000.0  # far past every lifetime
 
 
 async def ids(gw: Gateway, table: object) -> set[str]:
-    async with gw.db.begin() as conn:
+    async with gw.store.db.begin() as conn:
         return set((await conn.execute(select(table.c.id))).scalars())  # type: ignore[attr-defined]
 
 
 async def seed_expired(gw: Gateway) -> None:
-    now = gw.clock()
+    now = gw.store.clock()
     await handle_store.insert_handles(
-        gw.db, [HandleRow("h_old", "m", "a__t", "x", LONG_AGO), HandleRow("h_new", "m", "a__t", "x", now)]
+        gw.store.db,
+        [HandleRow("h_old", "m", "a__t", "x", LONG_AGO), HandleRow("h_new", "m", "a__t", "x", now)],
     )
     for rid, at in (("r_old", LONG_AGO), ("r_new", now)):
-        await result_store.insert_result(gw.db, ResultRow(rid, "m", "a__t", "a", "c", "{}", at))
+        await result_store.insert_result(gw.store.db, ResultRow(rid, "m", "a__t", "a", "c", "{}", at))
     ghost = instance_store.Instance(id="ins_ghost", host="elsewhere", pid=1)
-    await instance_store.register(gw.db, ghost, LONG_AGO)
-    async with gw.db.begin() as conn:
+    await instance_store.register(gw.store.db, ghost, LONG_AGO)
+    async with gw.store.db.begin() as conn:
         row = {
             "started_at": LONG_AGO, "member": "m", "grant_id": "g", "account": "a", "connector": "c",
             "operation": "a__t", "classification": "read", "approved": True, "outcome": "pending",
@@ -66,7 +67,7 @@ async def test_r15_expired_rows_vanish_while_the_gateway_runs(tmp_path: Path) ->
         assert {"h_new"} <= await ids(gw, handles)
         assert {"r_new"} <= await ids(gw, results)
         assert gw.instance.id in await ids(gw, instances)
-        async with gw.db.begin() as conn:
+        async with gw.store.db.begin() as conn:
             assert list((await conn.execute(select(audit.c.outcome))).scalars()) == ["unknown"]
 
 
@@ -80,7 +81,7 @@ async def test_r15_only_the_lease_holder_runs_housekeeping(tmp_path: Path) -> No
             assert "h_old" in await ids(second, handles)
             assert await housekeep(first)  # the holder renews it
         async with open_gateway(
-            settings, clock=lambda: first.clock() + 4 * settings.housekeeping_seconds
+            settings, clock=lambda: first.store.clock() + 4 * settings.housekeeping_seconds
         ) as late:
             assert await housekeep(late)  # the holder went silent past the lease: taken over
             assert "h_old" not in await ids(late, handles)

@@ -36,7 +36,7 @@ async def test_r13_2_a_result_over_the_message_limit_is_too_large_and_the_connec
         assert refused.value.code == "too_large"
         answer = await execute_tool(gw, principal, tool="desk__add_numbers", arguments={"a": 1, "b": 2})
         assert answer["structuredContent"] == {"sum": 3.0}
-        async with gw.db.begin() as conn:
+        async with gw.store.db.begin() as conn:
             rows = (
                 await conn.execute(select(audit.c.outcome, audit.c.error_code).order_by(audit.c.id))
             ).all()

@@ -37,7 +37,7 @@ async def test_r2_2_tools_list_is_byte_identical_with_1_and_50_connections(
                 gw, f"desk-{i:02d}", connector="Helpdesk", url=fixture_http.url, actor=OPERATOR
             )
             assert row.status == "active"
-        assert sum(len(c) for c in gw.catalogs.values()) >= 50 * 8
+        assert sum(len(c) for c in gw.catalog.tools.values()) >= 50 * 8
         async with serve(gw) as base:
             with_fifty = await _listing(base, token)
     assert with_one == with_fifty
@@ -56,7 +56,7 @@ async def test_r15_2_connection_added_by_another_process_is_searchable_without_r
     settings = settings_for(tmp_path, catalog_poll_seconds=0.1)
     async with open_gateway(settings) as serving, open_gateway(settings) as other:
         token = await owner_token(serving)
-        assert "late" not in serving.connections
+        assert "late" not in serving.catalog.connections
         await add_connection(other, "late", connector="Helpdesk", url=fixture_http.url, actor=OPERATOR)
         async with serve(serving) as base, connect(base, token) as client:
             names: list[str] = []

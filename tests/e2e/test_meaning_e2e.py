@@ -27,7 +27,6 @@ from tests.principals import OPERATOR
 from toolcrib.gateway.connections.manage import add_connection
 from toolcrib.gateway.discovery.search import search_tools
 from toolcrib.gateway.governance import restrictions
-from toolcrib.gateway.identity.bearer import authenticate
 from toolcrib.search.semantic import Encoder
 from toolcrib.search.vectors import MODEL_ID, EncoderUnavailable, MiniLM
 from toolcrib.store.vectors import count_vectors
@@ -76,11 +75,11 @@ async def test_r5_8_restart_on_the_same_database_encodes_no_tool_again(
         row = await add_connection(gw, "desk", connector="Helpdesk", url=fixture_http.url, actor=OPERATOR)
         assert row.status == "active", row.reason
         assert gw.index.encoded == row.tool_count > 0
-        assert await count_vectors(gw.db, MODEL_ID) == row.tool_count
+        assert await count_vectors(gw.store.db, MODEL_ID) == row.tool_count
     async with open_gateway(settings, load_encoder=_fresh_packaged_model) as again:
         assert again.index.encoded == 0  # every vector came from the store
         assert len(again.index) == row.tool_count
-        assert await count_vectors(again.db, MODEL_ID) == row.tool_count
+        assert await count_vectors(again.store.db, MODEL_ID) == row.tool_count
         assert again.meaning.up
         assert not again.meaning.loaded  # nothing has needed the model yet (#12)
         async with serve(again) as base, httpx2.AsyncClient(timeout=30) as http:
@@ -131,7 +130,7 @@ async def test_r5_8_a_model_that_cannot_load_leaves_search_on_words_and_healthz_
         async with serve(gw) as base, httpx2.AsyncClient(timeout=30) as http:
             _, health = await _healthz(http, base)
             found = await _search(base, await owner_token(gw), "add two numbers")
-        assert await count_vectors(gw.db, MODEL_ID) == 0
+        assert await count_vectors(gw.store.db, MODEL_ID) == 0
     assert health["status"] == "ok"
     assert health["meaning"] == "down"
     assert "sha256" in health["reason"]
@@ -148,9 +147,9 @@ async def test_r5_8_meaning_off_by_setting_is_reported_down(tmp_path: Path) -> N
 
 async def test_r4_9_cards_are_built_at_sync_not_per_search(tmp_path: Path, fixture_http: Process) -> None:
     async with organization(tmp_path, fixture_http) as org:
-        policy = await org.gw.policy()
-        for stored in org.gw.catalogs["desk"].values():  # every card is ready once the sync is done
-            risk = org.gw.risk_of(policy, stored)
+        policy = await org.gw.policy.current()
+        for stored in org.gw.catalog.tools["desk"].values():  # every card is ready once the sync is done
+            risk = policy.risk_of(stored)
             assert org.gw.cards.get(stored.record, risk, ()) is not None, stored.record.name
         built = org.gw.cards.built
         for _ in range(3):
@@ -227,7 +226,7 @@ async def test_r5_8_a_search_does_not_wait_for_a_catalog_another_process_stored(
     held = _HeldEncoder()
     settings = settings_for(tmp_path, connect_timeout_seconds=30, catalog_poll_seconds=0.1)
     async with open_gateway(settings, load_encoder=lambda: (held, None)) as gw:
-        principal = await authenticate(gw, await owner_token(gw))
+        principal = await gw.bearers.authenticate(await owner_token(gw))
         async with open_gateway(settings.model_copy(update={"semantic": False})) as cli:
             row = await add_connection(
                 cli, "desk", connector="Helpdesk", url=fixture_http.url, actor=OPERATOR
@@ -266,7 +265,7 @@ async def test_r5_8_healthz_answers_while_a_623_tool_catalog_is_indexed(
     settings = settings_for(tmp_path, connect_timeout_seconds=120)
     async with open_gateway(settings) as gw, serve(gw) as base, httpx2.AsyncClient(timeout=120) as http:
         idle = [(await _healthz(http, base))[0] for _ in range(30)]
-        principal = await authenticate(gw, await owner_token(gw))
+        principal = await gw.bearers.authenticate(await owner_token(gw))
         # The model loads at the first text to encode (#12); loaded here, the searches below measure
         # waiting behind the catalog being indexed, not the model's load (0.3-1.5 s by the load).
         await search_tools(gw, principal, "load the model")

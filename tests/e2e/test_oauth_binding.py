@@ -78,7 +78,7 @@ async def _rest(w: World, token: str, operation: str, body: dict[str, Any]) -> h
 
 
 async def _pending(gw: Gateway) -> Any:
-    async with gw.db.read() as conn:
+    async with gw.store.db.read() as conn:
         return (await conn.execute(select(oauth_pending))).one()
 
 
@@ -126,7 +126,7 @@ async def test_r13_6_a_member_cannot_bind_the_organizations_connection_to_their_
 
         # someone who got hold of the provider's URL authorizes with their own account there and
         # lands on the callback with the right state and a code, in a browser that never confirmed
-        provider_url = w.gw.box.open((await _pending(w.gw)).authorize_url)
+        provider_url = w.gw.store.box.open((await _pending(w.gw)).authorize_url)
         async with httpx2.AsyncClient(timeout=30) as attacker:
             at_provider = await attacker.get(provider_url)
             assert at_provider.status_code == 302
@@ -135,7 +135,7 @@ async def test_r13_6_a_member_cannot_bind_the_organizations_connection_to_their_
         owner = await operator_principal(w.gw)
         assert (await connections.get_connection(w.gw, "notes", owner)).status == "pending"
         assert w.upstream.grants == []  # the attacker's code was never exchanged
-        async with w.gw.db.read() as conn:
+        async with w.gw.store.db.read() as conn:
             assert (await conn.execute(select(upstream_tokens.c.tokens))).scalars().all() in ([], [None])
             rows = (await conn.execute(select(audit).where(audit.c.kind == "admin"))).all()
         assert [(r.member, r.account, r.operation, r.outcome, r.error_code) for r in rows] == [

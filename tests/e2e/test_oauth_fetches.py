@@ -78,7 +78,7 @@ async def gateway(tmp_path: Path, clock: Any = None, **values: Any) -> AsyncIter
 
 
 async def clients_stored(gw: Gateway) -> int:
-    async with gw.db.read() as conn:
+    async with gw.store.db.read() as conn:
         return int((await conn.execute(select(func.count()).select_from(oauth_clients))).scalar_one())
 
 

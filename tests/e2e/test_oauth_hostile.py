@@ -65,7 +65,7 @@ class World:
         )[1]
 
     async def count(self, table: Any, *where: Any) -> int:
-        async with self.gw.db.read() as conn:
+        async with self.gw.store.db.read() as conn:
             return int(
                 (await conn.execute(select(func.count()).select_from(table).where(*where))).scalar_one()
             )
@@ -273,7 +273,7 @@ async def test_r7_9_a_sign_in_session_is_no_bearer_token_and_next_is_local_only(
         assert signed.headers["location"] == "/auth/grants"
         assert "frame-ancestors 'none'" in form.headers["content-security-policy"]
         sealed = person.http.cookies.get("toolcrib_auth")
-    session = world.gw.box.open(sealed)["token"]
+    session = world.gw.store.box.open(sealed)["token"]
     assert session.startswith("tcs_")
     assert (await rpc(world.base, session, "tools/list", {})).status_code == 401
 
@@ -352,7 +352,7 @@ async def test_r7_7_a_client_id_metadata_document_names_the_client_on_the_consen
             answer = query_of((await person.answer(page)).headers["location"])
         issued = await world.exchange(client_id, answer["code"], verifier)
         assert issued.status_code == 200, issued.text
-    async with world.gw.db.read() as conn:
+    async with world.gw.store.db.read() as conn:
         row = (await conn.execute(select(oauth_clients).where(oauth_clients.c.client_id == client_id))).one()
     assert row.kind == "cimd"
     assert row.fetched_at is not None
@@ -387,7 +387,7 @@ async def test_r7_7_a_registration_flood_stops_at_the_per_address_daily_bound(tm
         flooded = await http.post(base + "/register", json=body)
         assert flooded.status_code == 429
         assert flooded.json()["error"] == "rate_limited"
-        async with gw.db.read() as conn:
+        async with gw.store.db.read() as conn:
             assert (await conn.execute(select(func.count()).select_from(oauth_clients))).scalar_one() == 3
 
 
@@ -428,8 +428,8 @@ async def test_r7_7_housekeeping_forgets_unused_clients_and_expired_codes_but_ke
             form.update(client_id=used["client_id"], redirect_uri=REDIRECT)
             assert (await http.post(base + "/token", data=form)).status_code == 200
         now[0] += 2 * 86400
-        await purge_expired(gw.db, gw.clock(), gw.settings)
-        async with gw.db.read() as conn:
+        await purge_expired(gw.store.db, gw.store.clock(), gw.settings)
+        async with gw.store.db.read() as conn:
             left = {r.client_id for r in (await conn.execute(select(oauth_clients))).all()}
             codes = (await conn.execute(select(func.count()).select_from(oauth_codes))).scalar_one()
         assert left == {used["client_id"]}

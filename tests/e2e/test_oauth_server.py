@@ -42,7 +42,7 @@ async def connect_with_oauth(o: Org, person: Person, storage: MemoryStorage) -> 
 
 
 async def grant_rows(o: Org, member: str) -> list[Any]:
-    async with o.gw.db.read() as conn:
+    async with o.gw.store.db.read() as conn:
         return list((await conn.execute(select(grants).where(grants.c.member == member))).all())
 
 
@@ -106,7 +106,7 @@ async def test_r7_7_refresh_rotates_and_a_reused_refresh_token_revokes_the_whole
         )
         assert newest.json()["error"] == "invalid_grant"
         assert (await rpc(o.base, second["access_token"], "tools/list", {})).status_code == 401
-        async with o.gw.db.read() as conn:
+        async with o.gw.store.db.read() as conn:
             rows = (await conn.execute(select(audit).where(audit.c.kind == "admin"))).all()
         assert [r.operation for r in rows] == ["oauth.refresh_reused"]
 
@@ -167,7 +167,7 @@ async def test_r7_8_a_refresh_applies_the_mapping_again_and_refuses_a_member_map
         first = storage.tokens.refresh_token or ""
         renewed = await token_post(o.base, grant_type="refresh_token", refresh_token=first, **creds(storage))
         assert renewed.status_code == 200, renewed.text
-        async with o.gw.db.begin() as conn:  # as a sign-in that found no mapped group left it
+        async with o.gw.store.db.begin() as conn:  # as a sign-in that found no mapped group left it
             await conn.execute(
                 update(members_table)
                 .where(members_table.c.name == "alice")

@@ -239,7 +239,7 @@ async def test_r13_4_rest_face_reviews_changes_and_each_decision_is_an_admin_aud
         assert row["member"] == "owner"
         assert row["classification"] == "write"
         with anyio.fail_after(10):  # another process sees the decision: its follower reloads it
-            while replica.catalogs["crm"]["sync_contacts"].held:  # noqa: ASYNC110 - no event to wait on
+            while replica.catalog.tools["crm"]["sync_contacts"].held:  # noqa: ASYNC110 - no event to wait on
                 await anyio.sleep(0.05)
 
 
@@ -257,7 +257,7 @@ async def test_r13_4_only_admins_who_reach_the_connection_review_its_changes(tmp
         await restrictions.add_restriction(
             gw, effect="block", target_kind="user", target="ada", account="crm", actor=OPERATOR
         )
-        await gw.reload_policy()
+        await gw.policy.reload()
         args = {"account": "crm", "tool": "sync_contacts"}
         async with serve(gw) as base:
             async with connect(base, mia) as client:
@@ -268,4 +268,4 @@ async def test_r13_4_only_admins_who_reach_the_connection_review_its_changes(tmp
             async with connect(base, ada) as client:
                 assert await _op(client, "tools__changes") == []
                 assert error_code(await client.call_tool(PREFIX + "tools__accept", args)) == "not_found"
-        assert gw.catalogs["crm"]["sync_contacts"].held
+        assert gw.catalog.tools["crm"]["sync_contacts"].held

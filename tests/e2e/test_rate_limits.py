@@ -66,7 +66,7 @@ async def _limited(tmp_path: Path) -> AsyncIterator[Limited]:
 
 
 async def _outcomes(gw: Gateway, operation: str) -> list[str]:
-    async with gw.db.read() as conn:
+    async with gw.store.db.read() as conn:
         rows = await conn.execute(select(audit.c.outcome).where(audit.c.operation == operation))
     return [r[0] for r in rows.all()]
 

@@ -78,7 +78,7 @@ async def _replicas(settings: Settings, count: int, fixture_url: str) -> AsyncIt
         row = await add_connection(gateways[0], "desk", connector="Helpdesk", url=fixture_url, actor=OPERATOR)
         assert row.status == "active", row.reason
         for gw in gateways[1:]:  # told by the announcement (the poll is set to a minute)
-            await _until(lambda gw=gw: gw.lookup(RIGHT) is not None)
+            await _until(lambda gw=gw: gw.catalog.lookup(RIGHT) is not None)
         bases = [await stack.enter_async_context(serve(gw)) for gw in gateways]
         yield [Replica(gw, base) for gw, base in zip(gateways, bases, strict=True)]
 
@@ -97,11 +97,11 @@ async def _one_member_teaches_another(first: Replica, second: Replica) -> None:
     assert not result.is_error, result
     await _until(lambda: first.gw.index.examples == 1)  # recorded beside the answer
 
-    [example] = (await learning_store.load_examples(first.gw.db))[RIGHT]
+    [example] = (await learning_store.load_examples(first.gw.store.db))[RIGHT]
     assert example.member == "ada"
     assert example.account == "desk"
     assert len(example.vector) == 384 * 4
-    [count] = await learning_store.count_examples(first.gw.db)
+    [count] = await learning_store.count_examples(first.gw.store.db)
     assert (count.public_name, count.examples, count.members) == (RIGHT, 1, 1)
     assert first.gw.index.examples == 1
     await _until(lambda: second.gw.index.examples == 1)
@@ -113,7 +113,7 @@ async def _one_member_teaches_another(first: Replica, second: Replica) -> None:
 async def test_r5_12_a_phrasing_one_member_used_finds_the_tool_first_for_another_on_sqlite(
     tmp_path: Path, fixture_http: Process
 ) -> None:
-    settings = Settings(database_url=f"sqlite:///{tmp_path / 'gw.db'}", connect_timeout_seconds=5)
+    settings = Settings(database_url=f"sqlite:///{tmp_path / 'gw.store.db'}", connect_timeout_seconds=5)
     async with _replicas(settings, 1, fixture_http.url) as [gateway]:
         await _one_member_teaches_another(gateway, gateway)
 

@@ -35,7 +35,6 @@ from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.discovery import learning
 from toolcrib.gateway.discovery.search import search_tools
 from toolcrib.gateway.identity import members
-from toolcrib.gateway.identity.bearer import authenticate
 from toolcrib.policy.gates import Principal
 from toolcrib.store import learning as store
 from toolcrib.store.tables import audit, handles, searches
@@ -67,7 +66,7 @@ async def _gateway(tmp_path: Path, fixture_url: str, **settings: Any) -> AsyncIt
 async def _member(gw: Gateway, name: str) -> tuple[Principal, str]:
     await members.add_member(gw, name, "member", actor=OPERATOR)
     _, token = await members.create_token(gw, name, "mcp:tools mcp:read mcp:write", actor=OPERATOR)
-    return await authenticate(gw, token), token
+    return await gw.bearers.authenticate(token), token
 
 
 async def _handle(gw: Gateway, who: Principal, query: str, tool: str) -> str:
@@ -90,11 +89,11 @@ async def _settled(gw: Gateway) -> None:
 
 
 async def _stored(gw: Gateway) -> dict[str, int]:
-    return {c.public_name: c.examples for c in await store.count_examples(gw.db)}
+    return {c.public_name: c.examples for c in await store.count_examples(gw.store.db)}
 
 
 async def _rows(gw: Gateway, table: Any) -> list[Any]:
-    async with gw.db.read() as conn:
+    async with gw.store.db.read() as conn:
         return list((await conn.execute(select(table))).all())
 
 
@@ -200,16 +199,18 @@ async def test_r5_12_examples_go_with_a_changed_definition_an_accepted_change_an
         # An example of the held tool (recorded just before the sync, say) goes when it is accepted.
         sid = "srch_" + "0" * 32
         vector = bytes(384 * 4)
-        async with gw.db.begin() as conn:
-            await store.insert_search(conn, store.SearchRow(sid, "ada", vector, "1" * 64, None, gw.clock()))
+        async with gw.store.db.begin() as conn:
+            await store.insert_search(
+                conn, store.SearchRow(sid, "ada", vector, "1" * 64, None, gw.store.clock())
+            )
         await store.record_example(
-            gw.db,
+            gw.store.db,
             search_id=sid,
             account="crm",
             tool="sync_contacts",
             public_name=SYNC_TOOL,
             member="ada",
-            now=gw.clock(),
+            now=gw.store.clock(),
             per_tool=64,
             per_member=16,
         )

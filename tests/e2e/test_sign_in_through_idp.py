@@ -117,10 +117,12 @@ async def test_r7_7_an_oauth_only_client_signs_a_person_in_at_the_idp_and_search
         assert "desk__add_numbers" in names_of(found)
         assert "Test Client" in bob.last_page  # the consent page named the client
         # the member was created at first sign-in, named by e-mail, with the role "staff" maps to
-        member = await member_store.get_member(gw.db, "bob@example.com")
+        member = await member_store.get_member(gw.store.db, "bob@example.com")
         assert member is not None
         assert (member.role, member.status) == ("member", "active")
-        oauth = [g for g in await member_store.list_grants(gw.db, "bob@example.com") if g.kind == "oauth"]
+        oauth = [
+            g for g in await member_store.list_grants(gw.store.db, "bob@example.com") if g.kind == "oauth"
+        ]
         assert len(oauth) == 1
         # suspension revokes every grant at once; the client's next call is refused
         assert storage.tokens is not None
@@ -139,7 +141,7 @@ async def test_r7_8_a_person_whose_groups_map_to_no_role_gets_no_member_and_no_g
         with pytest.raises(BaseException):  # noqa: B017, PT011 - the SDK's flow ends without a code
             async with eve, sdk_client(world.base, sdk_provider(world.base, eve, storage)) as client:
                 await client.call_tool("search_tools", {"query": "add two numbers"})
-        assert await member_store.get_member(gw.db, "eve@example.com") is None
+        assert await member_store.get_member(gw.store.db, "eve@example.com") is None
         assert storage.tokens is None
-        grants = await member_store.list_grants(gw.db)
+        grants = await member_store.list_grants(gw.store.db)
         assert [g for g in grants if g.kind in ("oauth", "session")] == []

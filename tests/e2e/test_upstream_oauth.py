@@ -99,7 +99,7 @@ async def test_r13_1_oauth_connection_authorized_headlessly_through_the_callback
 async def test_r13_3_upstream_tokens_are_sealed_at_rest(tmp_path: Path) -> None:
     async with world(tmp_path) as w:
         await authorized(w, "helpdesk")
-        async with w.gw.db.read() as conn:
+        async with w.gw.store.db.read() as conn:
             row = (await conn.execute(select(upstream_tokens))).one()
         issued = list(w.upstream.access) + list(w.upstream.refresh)
         assert issued

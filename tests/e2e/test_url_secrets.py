@@ -119,8 +119,10 @@ async def test_r13_7_a_row_stored_before_urls_were_sealed_connects_and_shows_and
         await owner_token(gw)
         url = _secret_url(base)
         await connections.add_connection(gw, "crm", connector="CRM", url=base + "/mcp", actor=OPERATOR)
-        async with gw.db.begin() as conn:  # the shape of an older row: the whole URL in clear, nothing sealed
-            plain = gw.box.seal({"env": {}, "headers": {}})
+        async with (
+            gw.store.db.begin() as conn
+        ):  # the shape of an older row: the whole URL in clear, nothing sealed
+            plain = gw.store.box.seal({"env": {}, "headers": {}})
             await conn.execute(
                 update(connections_table)
                 .where(connections_table.c.name == "crm")

@@ -147,7 +147,7 @@ async def _reset(fuzz: Fuzz) -> int:
     rules = await rate_limits.list_limits(fuzz.gw, operator)
     for rule in rules:
         await rate_limits.remove_limit(fuzz.gw, operator, rule.id)
-    fuzz.gw.buckets = buckets_for(fuzz.gw.db)
+    fuzz.gw.buckets = buckets_for(fuzz.gw.store.db)
     return len(rules)
 
 

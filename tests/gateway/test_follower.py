@@ -24,7 +24,6 @@ from toolcrib.gateway.connections.catalogs import sync_from_store
 from toolcrib.gateway.connections.manage import add_connection, sync_connection
 from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.discovery.search import search_tools
-from toolcrib.gateway.identity.bearer import authenticate
 from toolcrib.store import connections as conn_store
 
 pytestmark = pytest.mark.anyio
@@ -40,7 +39,7 @@ async def test_r15_2_a_search_does_not_read_the_connections_table(
     ``sync_from_store``, the follower's step, runs."""
     settings = settings_for(tmp_path, semantic=False, catalog_poll_seconds=0.01)
     async with open_gateway(settings, follow_changes=False) as gw:
-        principal = await authenticate(gw, await owner_token(gw))
+        principal = await gw.bearers.authenticate(await owner_token(gw))
         async with open_gateway(settings, follow_changes=False) as other:
             row = await add_connection(
                 other, "desk", connector="Helpdesk", url=fixture_http.url, actor=OPERATOR
@@ -49,7 +48,7 @@ async def test_r15_2_a_search_does_not_read_the_connections_table(
         for _ in range(3):
             await anyio.sleep(0.02)  # past the poll interval a search once honoured
             assert names_of(await search_tools(gw, principal, QUERY)) == []
-        assert "desk" not in gw.connections
+        assert "desk" not in gw.catalog.connections
         await sync_from_store(gw)
         assert names_of(await search_tools(gw, principal, QUERY))[0] == "desk__add_numbers"
 
@@ -60,7 +59,7 @@ async def test_r15_2_the_sqlite_timer_installs_a_connection_the_command_line_add
     settings = settings_for(tmp_path, semantic=False, catalog_poll_seconds=0.1)
     assert settings.database_url.startswith("sqlite")
     async with open_gateway(settings) as gw:
-        principal = await authenticate(gw, await owner_token(gw))
+        principal = await gw.bearers.authenticate(await owner_token(gw))
         added = cli(
             settings.database_url,
             "connections",
@@ -73,15 +72,15 @@ async def test_r15_2_the_sqlite_timer_installs_a_connection_the_command_line_add
         )
         assert added.returncode == 0, added.stderr
         with anyio.fail_after(10):  # the timer's next round, bounded above; no search in between
-            while "desk" not in gw.catalogs:  # noqa: ASYNC110 - the follower offers no event
+            while "desk" not in gw.catalog.tools:  # noqa: ASYNC110 - the follower offers no event
                 await anyio.sleep(0.05)
             await _installed(gw)
-        assert gw.connections["desk"].status == "active"
+        assert gw.catalog.connections["desk"].status == "active"
         assert names_of(await search_tools(gw, principal, QUERY))[0] == "desk__add_numbers"
         removed = cli(settings.database_url, "connections", "remove", "desk")
         assert removed.returncode == 0, removed.stderr
         with anyio.fail_after(10):
-            while "desk" in gw.catalogs:  # noqa: ASYNC110 - the follower offers no event
+            while "desk" in gw.catalog.tools:  # noqa: ASYNC110 - the follower offers no event
                 await anyio.sleep(0.05)
             await _installed(gw)
         assert names_of(await search_tools(gw, principal, QUERY)) == []
@@ -115,11 +114,11 @@ async def test_r15_2_a_reading_older_than_this_process_s_add_does_not_forget_the
     and is not gone (it once was forgotten, and its session closed under its first tools/list)."""
     settings = settings_for(tmp_path, semantic=False)
     async with open_gateway(settings, follow_changes=False) as gw:
-        principal = await authenticate(gw, await owner_token(gw))
+        principal = await gw.bearers.authenticate(await owner_token(gw))
         async with _a_slow_reading(gw, monkeypatch):
             row = await add_connection(gw, "desk", connector="Helpdesk", url=fixture_http.url, actor=OPERATOR)
             assert row.status == "active", row.reason
-        assert gw.connections["desk"].status == "active"
+        assert gw.catalog.connections["desk"].status == "active"
         assert names_of(await search_tools(gw, principal, QUERY))[0] == "desk__add_numbers"
 
 
@@ -130,17 +129,17 @@ async def test_r15_2_a_reading_older_than_this_process_s_refresh_does_not_instal
     refreshed it (``active`` again, stored): the follower installs what the store holds, ``active``."""
     settings = settings_for(tmp_path, semantic=False)
     async with open_gateway(settings, follow_changes=False) as gw:
-        principal = await authenticate(gw, await owner_token(gw))
+        principal = await gw.bearers.authenticate(await owner_token(gw))
         await add_connection(gw, "desk", connector="Helpdesk", url=fixture_http.url, actor=OPERATOR)
-        await conn_store.set_status(gw.db, "desk", "error", "set by another process")
+        await conn_store.set_status(gw.store.db, "desk", "error", "set by another process")
         async with _a_slow_reading(gw, monkeypatch):
             assert (await sync_connection(gw, "desk")).status == "active"
-        assert (await conn_store.get_connection(gw.db, "desk")).status == "active"  # type: ignore[union-attr]
-        assert gw.connections["desk"].status == "active"
+        assert (await conn_store.get_connection(gw.store.db, "desk")).status == "active"  # type: ignore[union-attr]
+        assert gw.catalog.connections["desk"].status == "active"
         assert names_of(await search_tools(gw, principal, QUERY))[0] == "desk__add_numbers"
 
 
 async def _installed(gw: Gateway) -> None:
     """Until the install (or removal) under way is done: the index is replaced after the catalog."""
-    async with gw.installing:
+    async with gw.catalog.installing:
         pass

@@ -14,7 +14,6 @@ from tests.e2e.inprocess import open_gateway, settings_for
 
 from toolcrib.errors import HandleExpired, NotFound
 from toolcrib.gateway.core import Gateway
-from toolcrib.gateway.discovery.handles import issue_handles, resolve_handle
 from toolcrib.policy.gates import Principal
 from toolcrib.store import handles as handle_store
 from toolcrib.store.handles import HandleRow
@@ -37,35 +36,35 @@ def _as(member: str) -> Principal:
 
 def _counting(gw: Gateway) -> list[str]:
     statements: list[str] = []
-    event.listen(gw.db.engine.sync_engine, "before_cursor_execute", lambda *a: statements.append(a[2]))
+    event.listen(gw.store.db.engine.sync_engine, "before_cursor_execute", lambda *a: statements.append(a[2]))
     return statements
 
 
 async def test_r5_10_an_issued_handle_resolves_without_a_database_read(gw: Gateway) -> None:
-    [handle] = await issue_handles(gw, _as("ada"), [("desk__echo_message", "hash1")])
+    [handle] = await gw.handles.issue(_as("ada"), [("desk__echo_message", "hash1")])
     statements = _counting(gw)
-    row = await resolve_handle(gw, _as("ada"), handle)
+    row = await gw.handles.resolve(_as("ada"), handle)
     assert (row.public_name, row.schema_hash) == ("desk__echo_message", "hash1")
     assert statements == []
 
 
 async def test_r5_10_a_handle_another_replica_issued_is_read_once_then_held(gw: Gateway) -> None:
     other = HandleRow("act_" + "b" * 26, "ada", "desk__echo_message", "hash1", NOW[0])
-    await handle_store.insert_handles(gw.db, [other])  # as another replica would
+    await handle_store.insert_handles(gw.store.db, [other])  # as another replica would
     statements = _counting(gw)
-    assert (await resolve_handle(gw, _as("ada"), other.id)).id == other.id
+    assert (await gw.handles.resolve(_as("ada"), other.id)).id == other.id
     reads = len(statements)
     assert reads >= 1
-    await resolve_handle(gw, _as("ada"), other.id)
+    await gw.handles.resolve(_as("ada"), other.id)
     assert len(statements) == reads
 
 
 async def test_r5_10_a_held_handle_is_still_bound_to_its_member_and_expires(gw: Gateway) -> None:
-    [handle] = await issue_handles(gw, _as("ada"), [("desk__echo_message", "hash1")])
+    [handle] = await gw.handles.issue(_as("ada"), [("desk__echo_message", "hash1")])
     with pytest.raises(NotFound) as other_member:
-        await resolve_handle(gw, _as("bob"), handle)
+        await gw.handles.resolve(_as("bob"), handle)
     assert other_member.value.code == "not_found"
     NOW[0] += gw.settings.handle_ttl_seconds + 1
     with pytest.raises(HandleExpired) as expired:
-        await resolve_handle(gw, _as("ada"), handle)
+        await gw.handles.resolve(_as("ada"), handle)
     assert expired.value.code == "handle_expired"

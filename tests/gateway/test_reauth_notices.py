@@ -57,9 +57,9 @@ async def test_r5_9_reauth_notices_keep_to_their_share_of_the_search_budget(
         _links_for(monkeypatch, gw, principal.member, "s" * 1000)
         long_link = gw.settings.resource_url + START_PATH + "s" * 1000
         for name in ("alpha", "beta", "gamma", "delta"):
-            gw.connections[name] = _waiting(name)
-        gw.connections["ok"] = replace(_waiting("ok"), status="active")
-        policy = await gw.policy()
+            gw.catalog.connections[name] = _waiting(name)
+        gw.catalog.connections["ok"] = replace(_waiting("ok"), status="active")
+        policy = await gw.policy.current()
         notices = reauth_notices(gw, principal, policy)
         names = [n["account"] for n in notices]
         assert names == ["alpha", "beta", "delta"]  # at most three, by name; the active one left out
@@ -82,8 +82,8 @@ async def test_r13_6_only_who_started_the_authorization_is_given_its_link(
             replace(owner, member="ada", role="admin"),
         )
         _links_for(monkeypatch, gw, "ada", "t" * 43)
-        gw.connections["tracker"] = _waiting("tracker")
-        policy = await gw.policy()
+        gw.catalog.connections["tracker"] = _waiting("tracker")
+        policy = await gw.policy.current()
         seen = {p.member: reauth_notices(gw, p, policy) for p in (member, admin, owner)}
         assert {name: [n["account"] for n in notices] for name, notices in seen.items()} == {
             "mia": ["tracker"],

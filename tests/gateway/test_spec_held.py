@@ -25,7 +25,7 @@ async def gw(tmp_path: Path) -> AsyncIterator[Gateway]:
 def _row(gw: Gateway, headers: dict[str, str]) -> ConnectionRow:
     return ConnectionRow(
         name="desk", connector="Helpdesk", transport="http", command=None, url="http://127.0.0.1:9/mcp",
-        secrets=gw.box.seal({"headers": headers}), status="active", reason=None, tool_count=0,
+        secrets=gw.store.box.seal({"headers": headers}), status="active", reason=None, tool_count=0,
         catalog_version=1,
     )  # fmt: skip
 
@@ -34,8 +34,8 @@ async def test_r13_3_the_spec_of_an_unchanged_connection_is_not_unsealed_again(g
     row = _row(gw, {"Authorization": "Bearer first-secret-value"})
     first = spec_of(gw, row)
     opened: list[object] = []
-    real_open = gw.box.open
-    gw.box.open = lambda sealed: opened.append(sealed) or real_open(sealed)  # type: ignore[method-assign]
+    real_open = gw.store.box.open
+    gw.store.box.open = lambda sealed: opened.append(sealed) or real_open(sealed)  # type: ignore[method-assign]
     assert spec_of(gw, replace(row, catalog_version=2, tool_count=3)) is first
     assert opened == []
     assert "first-secret-value" not in first.redact("sent Bearer first-secret-value")

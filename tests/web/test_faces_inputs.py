@@ -165,7 +165,7 @@ async def test_r3_3_a_failing_store_answers_internal_error_with_a_logged_id_and_
 ) -> None:
     async with open_gateway(settings_for(tmp_path)) as gw:
         token = await owner_token(gw)
-        async with gw.db.begin() as conn:  # the audit table is gone: every audit read fails in SQL
+        async with gw.store.db.begin() as conn:  # the audit table is gone: every audit read fails in SQL
             await conn.execute(text("ALTER TABLE audit RENAME TO audit_elsewhere"))
         async with asgi_client(gw) as http:
             with caplog.at_level(logging.ERROR, logger="toolcrib.incidents"):

@@ -26,7 +26,7 @@ def _get(conn: socket.socket, host: str) -> bytes:
 
 
 def test_r2_4_an_idle_client_connection_outlives_the_clients_own_keep_alive(tmp_path: Path) -> None:
-    db = f"sqlite:///{tmp_path / 'gw.db'}"
+    db = f"sqlite:///{tmp_path / 'gw.store.db'}"
     cli(db, "init")
     gateway = start_gateway(db, {"TOOLCRIB_HTTP_KEEP_ALIVE_SECONDS": "30"})
     try:

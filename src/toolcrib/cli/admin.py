@@ -376,7 +376,7 @@ def restrictions_add(
             tool=tool,
             actor=op,
         )
-        return restrictions.rule_view(rule, gw.catalogs)
+        return restrictions.rule_view(rule, gw.catalog.tools)
 
     emit(run_as_operator(database, work), as_json)
 
@@ -387,7 +387,9 @@ def restrictions_list(database: str | None = DatabaseOption, as_json: bool = Jso
     from toolcrib.gateway.governance import restrictions
 
     async def work(gw: Gateway, op: Principal) -> list[dict[str, Any]]:
-        return [restrictions.rule_view(r, gw.catalogs) for r in await restrictions.list_restrictions(gw, op)]
+        return [
+            restrictions.rule_view(r, gw.catalog.tools) for r in await restrictions.list_restrictions(gw, op)
+        ]
 
     emit(run_as_operator(database, work), as_json, columns=["id", "description", "status"])
 
@@ -454,7 +456,7 @@ def frozen_set(
 
     async def work(gw: Gateway, op: Principal) -> tuple[bool, str]:
         kept = await restrictions.set_frozen(gw, op, account, tool, param, value, secret)
-        return kept, restrictions.frozen_state(gw.catalogs, account, tool, param)
+        return kept, restrictions.frozen_state(gw.catalog.tools, account, tool, param)
 
     kept_secret, status = run_as_operator(database, work)
     notes = [n for n, on in (("secret", kept_secret), (status, status != ACTIVE)) if on]
@@ -573,7 +575,7 @@ def tools_classify(account: str, tool: str, risk: str, database: str | None = Da
 
     async def work(gw: Gateway, op: Principal) -> str:
         await restrictions.classify_tool(gw, account, tool, risk, op)
-        return restrictions.tool_status(gw.catalogs, account, tool)
+        return restrictions.tool_status(gw.catalog.tools, account, tool)
 
     status = run_as_operator(database, work)
     console.print(f"{account}__{tool} is {risk}" + (f" ({status})" if status != ACTIVE else ""))

@@ -59,7 +59,7 @@ async def _prepare(settings: Settings, state: Path) -> dict[str, str]:
         if git and shutil.which("git"):
             wanted["git"] = ("Git", git, ["--repository", str(_demo_repository(state))])
         for name, (label, command, args) in wanted.items():
-            if command and name not in gw.connections:
+            if command and name not in gw.catalog.connections:
                 console.print(f"connecting [bold]{name}[/bold] ({escape(command)}) ...")
                 row = await connections.add_connection(
                     gw, name, connector=label, command=[command, *args], actor=operator

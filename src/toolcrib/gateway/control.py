@@ -179,7 +179,9 @@ async def _grants_revoke(gw: Gateway, caller: Principal, arguments: dict[str, An
 
 @_op("restrictions", "list")
 async def _restrictions_list(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
-    return [restrictions.rule_view(r, gw.catalogs) for r in await restrictions.list_restrictions(gw, caller)]
+    return [
+        restrictions.rule_view(r, gw.catalog.tools) for r in await restrictions.list_restrictions(gw, caller)
+    ]
 
 
 @_op("restrictions", "create")
@@ -194,7 +196,7 @@ async def _restrictions_create(gw: Gateway, caller: Principal, arguments: dict[s
         tool=arguments.get("tool"),
         actor=caller,
     )
-    return restrictions.rule_view(rule, gw.catalogs)
+    return restrictions.rule_view(rule, gw.catalog.tools)
 
 
 @_op("restrictions", "delete")
@@ -228,7 +230,9 @@ async def _frozen_set(gw: Gateway, caller: Principal, arguments: dict[str, Any])
         arguments.get("secret"),
     )
     account, tool, param = arguments["account"], arguments["tool"], arguments["param"]
-    status = restrictions.frozen_state(gw.catalogs, account, tool, param)  # waiting for the tool
+    status = restrictions.frozen_state(
+        gw.catalog.tools, account, tool, param
+    )  # waiting for the tool
     return {"frozen": f"{account}__{tool}.{param}", "secret": secret, "status": status}
 
 

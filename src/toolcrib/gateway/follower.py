@@ -40,18 +40,18 @@ def poll_interval(gw: Gateway) -> float:
     """Seconds between two reads of the connections table: ``catalog_poll_seconds`` on SQLite, a
     safety net many times slower on PostgreSQL."""
     every = max(_SHORTEST, gw.settings.catalog_poll_seconds)
-    return every if gw.db.is_sqlite else max(SAFETY_NET_SECONDS, 30 * every)
+    return every if gw.store.db.is_sqlite else max(SAFETY_NET_SECONDS, 30 * every)
 
 
 async def follow(gw: Gateway) -> None:
     """Forever: the announcements (PostgreSQL) and the timer, until the process closes."""
     async with anyio.create_task_group() as tg:
-        if not gw.db.is_sqlite:
+        if not gw.store.db.is_sqlite:
 
             async def announced(kind: str) -> None:
                 await on_change(gw, kind)
 
-            tg.start_soon(notify.listen, gw.db, announced)
+            tg.start_soon(notify.listen, gw.store.db, announced)
         tg.start_soon(_poll, gw, poll_interval(gw))
 
 
@@ -60,7 +60,7 @@ async def _poll(gw: Gateway, every: float) -> None:
         await anyio.sleep(every)
         try:
             await sync_from_store(gw)
-            if gw.db.is_sqlite:  # no announcements on SQLite: examples recorded elsewhere (R-5.12)
+            if gw.store.db.is_sqlite:  # no announcements on SQLite: examples recorded elsewhere (R-5.12)
                 await gw.learned.poll()
         except Exception:  # nothing may escape a background task (it would end the gateway)
             logger.warning("catalog poll: changes made elsewhere could not be installed", exc_info=True)
@@ -71,7 +71,7 @@ async def on_change(gw: Gateway, kind: str) -> None:
     a tool's search examples): reload it."""
     try:
         if kind in (notify.POLICY, notify.ALL):
-            await gw.reload_policy()
+            await gw.policy.reload()
         if kind in (notify.CATALOG, notify.ALL):
             await sync_from_store(gw)
         if kind == notify.ALL:

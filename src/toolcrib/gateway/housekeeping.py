@@ -41,8 +41,8 @@ async def heartbeat(gw: Gateway) -> None:
     while True:
         await anyio.sleep(gw.settings.heartbeat_seconds)
         try:
-            await instance_store.beat(gw.db, gw.instance, gw.clock())
-            await recover_orphans(gw.db, gw.instance, gw.clock(), gw.settings)
+            await instance_store.beat(gw.store.db, gw.instance, gw.store.clock())
+            await recover_orphans(gw.store.db, gw.instance, gw.store.clock(), gw.settings)
         except StoreError:
             logger.warning("heartbeat: the database is unavailable", exc_info=True)
 
@@ -64,8 +64,8 @@ async def housekeep(gw: Gateway) -> bool:
     processes read ``unknown``, and dead processes are forgotten. The lease outlives a few
     rounds, so a holder that dies is replaced after at most three intervals.
     """
-    db, settings = gw.db, gw.settings
-    now = gw.clock()
+    db, settings = gw.store.db, gw.settings
+    now = gw.store.clock()
     if not gw.buckets.shared:  # this process's own rate-limit buckets: its own to prune
         await gw.buckets.prune(now)
     ttl = 3 * settings.housekeeping_seconds
@@ -76,13 +76,13 @@ async def housekeep(gw: Gateway) -> bool:
     async with db.exclusive(LEASE) as alone:
         if not alone:
             return False
-        await purge_expired(db, gw.clock(), settings)
+        await purge_expired(db, gw.store.clock(), settings)
         if gw.buckets.shared:
-            await gw.buckets.prune(gw.clock())
-        await recover_orphans(db, gw.instance, gw.clock(), settings)
-        stale_before = gw.clock() - 3 * settings.heartbeat_seconds
+            await gw.buckets.prune(gw.store.clock())
+        await recover_orphans(db, gw.instance, gw.store.clock(), settings)
+        stale_before = gw.store.clock() - 3 * settings.heartbeat_seconds
         await instance_store.prune(db, gw.instance, stale_before=stale_before)
-        await prune_audit(db, gw.clock(), settings.audit_retention_days)  # retention (R-11.4)
+        await prune_audit(db, gw.store.clock(), settings.audit_retention_days)  # retention (R-11.4)
     return True
 
 

@@ -74,8 +74,8 @@ async def open_gateway(
                 with anyio.CancelScope(shield=True):
                     await lease_store.release(db, housekeeping.LEASE, gw.instance.id)
                     await instance_store.retire(db, gw.instance)
-                if gw.jwt_verifier is not None:
-                    await gw.jwt_verifier.aclose()
+                if gw.bearers.verifier is not None:
+                    await gw.bearers.verifier.aclose()
                 gw.index.close()
     finally:
         await db.close()
@@ -83,9 +83,9 @@ async def open_gateway(
 
 async def _load(gw: Gateway) -> None:
     """Register this process, recover dead calls, purge the expired, and load every catalog."""
-    await instance_store.register(gw.db, gw.instance, gw.clock())
-    await housekeeping.recover_orphans(gw.db, gw.instance, gw.clock(), gw.settings)
-    await housekeeping.purge_expired(gw.db, gw.clock(), gw.settings)
+    await instance_store.register(gw.store.db, gw.instance, gw.store.clock())
+    await housekeeping.recover_orphans(gw.store.db, gw.instance, gw.store.clock(), gw.settings)
+    await housekeeping.purge_expired(gw.store.db, gw.store.clock(), gw.settings)
     await sync_from_store(gw)
 
 

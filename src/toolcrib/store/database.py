@@ -117,6 +117,8 @@ class Database:
         self.url = url
         self.busy_seconds = busy_seconds
         self.is_sqlite = url.startswith("sqlite")
+        self.audit_sinks: tuple[str, ...] = ()
+        """The sinks an audit entry made final here fans out to (``outbox.use_sinks``, R-11.4)."""
         self._writers: anyio.Lock | None = anyio.Lock() if self.is_sqlite else None
         self._busy_ms = max(1, min(_SQLITE_WAIT_MS, int(busy_seconds * 1000)))
         self._raw_writer: sqlite3.Connection | None = None

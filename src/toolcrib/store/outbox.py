@@ -19,7 +19,6 @@ from __future__ import annotations
 import sqlite3
 import time
 import uuid
-import weakref
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -32,16 +31,14 @@ from toolcrib.store.tables import audit, audit_outbox
 
 __all__ = ["Backlog", "Claimed", "claim", "delivered", "has_due", "postpone", "sinks_of", "use_sinks"]
 
-_sinks: weakref.WeakKeyDictionary[Database, tuple[str, ...]] = weakref.WeakKeyDictionary()
-
 
 def use_sinks(db: Database, sinks: Iterable[str]) -> None:
     """Entries made final through ``db`` from now on fan out to ``sinks`` (none: no rows at all)."""
-    _sinks[db] = tuple(sinks)
+    db.audit_sinks = tuple(sinks)
 
 
 def sinks_of(db: Database) -> tuple[str, ...]:
-    return _sinks.get(db, ())
+    return db.audit_sinks
 
 
 def rows_for(db: Database, audit_ids: Sequence[int]) -> list[dict[str, Any]]:

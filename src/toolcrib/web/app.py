@@ -29,7 +29,6 @@ from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.discovery.surface import SURFACES
 from toolcrib.gateway.identity import idp
 from toolcrib.gateway.identity.authorization import Provider
-from toolcrib.gateway.identity.bearer import authenticate
 from toolcrib.gateway.process import open_gateway
 from toolcrib.logs import RequestLog
 from toolcrib.policy.gates import Principal
@@ -78,7 +77,9 @@ class Authenticated:
         token = header[7:].strip() if header.lower().startswith("bearer ") else None
         try:
             with tracing.step("authenticate"):  # its token read is a database span naming the step
-                principal = await authenticate(request.app.state.gateway, token, resource=self._resource)
+                principal = await request.app.state.gateway.bearers.authenticate(
+                    token, resource=self._resource
+                )
         except Unauthenticated as exc:
             metadata_url = self._settings.resource_url + METADATA_PATH
             error = "invalid_token" if token else None
@@ -202,7 +203,7 @@ def create_app(settings: Settings, *, gateway: Gateway | None = None) -> Starlet
 
 def _bind_authorization_server(provider: Provider, gw: Gateway, state: Any) -> None:
     """The authorization server of /mcp on the open gateway's store, key and clock."""
-    provider.bind(gw.db, gw.box, gw.clock)
+    provider.bind(gw.store.db, gw.store.box, gw.store.clock)
     # client ID metadata documents are fetched at anyone's request: R-13.7's strict address policy
     provider.use_addresses(gw.addresses, loopback_documents=gw.settings.oauth_allow_loopback_client_documents)
     # R-7.8, R-7.11: mapped again at refresh, from what the identity provider says now
@@ -219,7 +220,7 @@ def _oidc_client(state: Any) -> Any:
 async def healthz(request: Request) -> Response:
     gw: Gateway = request.app.state.gateway
     states: dict[str, int] = {}
-    for row in gw.connections.values():
+    for row in gw.catalog.connections.values():
         states[row.status] = states.get(row.status, 0) + 1
     meaning: dict[str, Any] = {"meaning": "up", "model_loaded": gw.meaning.loaded}
     if not gw.meaning.up:

@@ -19,7 +19,6 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from toolcrib.errors import NotFound, Unauthenticated
 from toolcrib.gateway.core import Gateway
-from toolcrib.gateway.identity.bearer import authenticate
 from toolcrib.gateway.identity.grants import new_session_grant, parent_of
 from toolcrib.policy.gates import Principal
 from toolcrib.web.address_limits import AddressLimiter, client_address, too_many
@@ -119,7 +118,7 @@ async def login(request: Request) -> Response:
         given = token.strip() if isinstance(token, str) else ""
         if given.startswith("tca_"):  # a client's access token is not a person's sign-in
             raise Unauthenticated("sign in with a personal access token")
-        principal = await authenticate(gw, given)
+        principal = await gw.bearers.authenticate(given)
         # the session is the token's child: its scopes or fewer, ending and revoked with it
         session_token = await new_session_grant(
             gw, principal.member, principal.scopes, parent=parent_of(principal), ends=principal.expires_at

@@ -40,7 +40,7 @@ def set_sealed_session(
 ) -> None:
     """A session cookie: ``data`` with a fresh CSRF nonce and the time it was issued, sealed with
     the gateway's key (encrypted and authenticated), ``HttpOnly``, limited to ``path``."""
-    sealed = gw.box.seal({**data, "csrf": secrets.token_urlsafe(24), "iat": gw.clock()})
+    sealed = gw.store.box.seal({**data, "csrf": secrets.token_urlsafe(24), "iat": gw.store.clock()})
     response.set_cookie(
         name, sealed, max_age=max_age, path=path, secure=is_secure(request), httponly=True, samesite=samesite
     )
@@ -53,12 +53,12 @@ def open_sealed_session(request: Request, gw: Gateway, *, name: str, max_age: in
     if not sealed:
         return None
     try:
-        data = gw.box.open(sealed)
+        data = gw.store.box.open(sealed)
     except ConfigError:  # tampered with, or sealed under another key
         return None
     if not isinstance(data, dict) or not {"token", "csrf", "iat"} <= data.keys():
         return None
     iat = data["iat"]
-    if not isinstance(iat, int | float) or gw.clock() - iat > max_age:
+    if not isinstance(iat, int | float) or gw.store.clock() - iat > max_age:
         return None
     return data

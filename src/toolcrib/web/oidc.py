@@ -80,7 +80,7 @@ def client_of(state: Any) -> OIDCClient:
             s.oidc_scopes,
             s.resource_url + CALLBACK_PATH,
         )
-        client = state.oidc = OIDCClient(config, clock=gw.clock)
+        client = state.oidc = OIDCClient(config, clock=gw.store.clock)
     return client
 
 
@@ -106,7 +106,7 @@ async def start(request: Request) -> Response:
         return _refused(exc, next_path)
     response = RedirectResponse(url, 303, headers={"Cache-Control": "no-store"})
     response.set_cookie(
-        COOKIE, gw.box.seal(pending.to_json()), max_age=int(PENDING_SECONDS), path=PATH,
+        COOKIE, gw.store.box.seal(pending.to_json()), max_age=int(PENDING_SECONDS), path=PATH,
         secure=is_secure(request), httponly=True, samesite="lax",
     )  # fmt: skip
     return response
@@ -114,7 +114,7 @@ async def start(request: Request) -> Response:
 
 def _pending(request: Request, gw: Gateway) -> Pending | None:
     try:
-        return Pending.from_json(gw.box.open(request.cookies.get(COOKIE)))
+        return Pending.from_json(gw.store.box.open(request.cookies.get(COOKIE)))
     except ConfigError:  # tampered with, or sealed under another key
         return None
 

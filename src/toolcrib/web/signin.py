@@ -24,7 +24,6 @@ from starlette.responses import Response
 
 from toolcrib.errors import Unauthenticated
 from toolcrib.gateway.core import Gateway
-from toolcrib.gateway.identity.bearer import authenticate
 from toolcrib.policy.gates import Principal
 from toolcrib.settings import Settings
 from toolcrib.web.cookies import is_secure, open_sealed_session, set_sealed_session
@@ -84,7 +83,7 @@ async def signed_in(request: Request, gw: Gateway) -> Principal | None:
     if data is None:
         return None
     try:
-        return await authenticate(gw, str(data["token"]), session=True)
+        return await gw.bearers.authenticate(str(data["token"]), session=True)
     except Unauthenticated:
         return None
 

@@ -75,10 +75,10 @@ async def open_entry(
         approved=approved,
         approved_by=approved_by,
         target_id=target,
-        started_at=gw.clock(),
+        started_at=gw.store.clock(),
         instance=gw.instance.id,
     )
-    await store.open_entry(gw.db, entry)
+    await store.open_entry(gw.store.db, entry)
     gw.audit_rows_written += 1
     return entry
 
@@ -95,8 +95,8 @@ async def record_admin_act(
 ) -> AuditEntry:
     """An administrative act, or a refused one, as one closed row of ``kind='admin'``: nothing runs
     upstream after it, so there is no pending row to close."""
-    now = gw.clock()
-    row = gw.connections.get(account)
+    now = gw.store.clock()
+    row = gw.catalog.connections.get(account)
     entry = AuditEntry(
         member=member,
         grant_id="",
@@ -114,7 +114,7 @@ async def record_admin_act(
         instance=gw.instance.id,
         kind="admin",
     )
-    await store.open_entry(gw.db, entry)
+    await store.open_entry(gw.store.db, entry)
     return entry
 
 
@@ -129,8 +129,8 @@ def admin_row(
 ) -> dict[str, Any]:
     """An administrative act ``principal`` is making, as the closed ``kind='admin'`` audit row a
     store function writes in the act's own transaction (so the act and its row land together)."""
-    now = gw.clock()
-    row = gw.connections.get(account)
+    now = gw.store.clock()
+    row = gw.catalog.connections.get(account)
     entry = AuditEntry(
         member=principal.member,
         grant_id=principal.grant_id,
@@ -153,14 +153,19 @@ def admin_row(
 async def close_entry(gw: Gateway, entry: AuditEntry, *, outcome: str, error_code: str | None) -> None:
     assert entry.id is not None
     await store.close_entry(
-        gw.db, entry.id, outcome=outcome, error_code=error_code, started=entry.started_at, finished=gw.clock()
+        gw.store.db,
+        entry.id,
+        outcome=outcome,
+        error_code=error_code,
+        started=entry.started_at,
+        finished=gw.store.clock(),
     )
 
 
 async def search_audit(gw: Gateway, principal: Principal, f: AuditFilter) -> list[dict[str, Any]]:
     """Audit entries matching ``f``, newest first (R-11.3); needs ``audit:read``."""
     require_operation(principal, "audit:read", "search")
-    return [e.to_json() for e in await store.search(gw.db, f)]
+    return [e.to_json() for e in await store.search(gw.store.db, f)]
 
 
 _EXPORT_PAGE = 500
@@ -172,7 +177,7 @@ async def stream_audit(gw: Gateway, principal: Principal, f: AuditFilter) -> Asy
     ``f.limit`` is ignored. Needs ``audit:read``."""
     require_operation(principal, "audit:read", "search")
     after = 0
-    while page := await store.page(gw.db, f, after_id=after, size=_EXPORT_PAGE):
+    while page := await store.page(gw.store.db, f, after_id=after, size=_EXPORT_PAGE):
         yield "".join(json.dumps(e.to_json(), sort_keys=True) + "\n" for e in page)
         after = page[-1].id or after
 
@@ -180,5 +185,5 @@ async def stream_audit(gw: Gateway, principal: Principal, f: AuditFilter) -> Asy
 async def export_audit(gw: Gateway, principal: Principal, f: AuditFilter) -> str:
     """JSON lines, oldest first; needs ``audit:read``."""
     require_operation(principal, "audit:read", "search")
-    rows = await store.search(gw.db, f)
+    rows = await store.search(gw.store.db, f)
     return "".join(json.dumps(e.to_json(), sort_keys=True) + "\n" for e in reversed(rows))

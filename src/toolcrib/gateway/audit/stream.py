@@ -23,7 +23,7 @@ async def stream_state(gw: Gateway, principal: Principal) -> list[dict[str, Any]
     (the readers of ``/metrics``)."""
     require(principal, ("usage:read", "audit:read"), "read")  # the console's audit page, /metrics
     stream = gw.audit_stream
-    backlog = await outbox.backlog(gw.db)
+    backlog = await outbox.backlog(gw.store.db)
     now = time.time()
     rows = []
     for name in sorted(set(stream.names) | set(backlog)):

@@ -34,7 +34,6 @@ from toolcrib.gateway.calls.results import shape_and_store
 from toolcrib.gateway.connections.manage import secrets_of, shown_reason, spec_of
 from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.discovery import learning
-from toolcrib.gateway.discovery.handles import resolve_handle
 from toolcrib.gateway.governance import approvals, rate_limits, reach
 from toolcrib.gateway.governance.reach import Path
 from toolcrib.logs import traced
@@ -99,7 +98,7 @@ async def _execute(
     handle: HandleRow | None = None
     if action_id is not None:
         with tracing.step("execute.resolve_handle"):
-            handle = await resolve_handle(gw, principal, action_id)
+            handle = await gw.handles.resolve(principal, action_id)
         tool, pinned_hash = handle.public_name, handle.schema_hash
     assert tool is not None
     # 2. tool:execute, the member active and the grant unrevoked (authenticate checked the latter two
@@ -115,8 +114,8 @@ async def _execute(
     #    hash still matches
     if pinned_hash is not None and stored.record.schema_hash != pinned_hash:
         raise SchemaChanged("the tool's schema changed since this handle was issued; search again")
-    policy = await gw.policy()
-    risk = gw.risk_of(policy, stored)
+    policy = await gw.policy.current()
+    risk = policy.risk_of(stored)
     record = stored.record
     # 6. not forbidden; 7. the restriction resolver; 8. the scope of its classification
     require_not_forbidden(risk)
@@ -140,7 +139,8 @@ async def _execute(
     # 13. the final outbound check: the resolver again, and the connection still active
     row, stored = _locate(gw, record.public_name)
     require_allowed(
-        _decide(principal, row, record.name, (await gw.policy()).rules, "outbound"), record.public_name
+        _decide(principal, row, record.name, (await gw.policy.current()).rules, "outbound"),
+        record.public_name,
     )
     # 13a. the rate limits: a call over one reaches nothing upstream and writes no audit row
     with tracing.step("execute.rate_limits"):
@@ -304,15 +304,16 @@ async def _approval(
 
 
 def _locate(gw: Gateway, public_name: str) -> tuple[ConnectionRow, StoredTool]:
-    account, sep, name = public_name.partition("__")
-    row = gw.connections.get(account)
-    if not sep or row is None:
+    found = gw.catalog.lookup(public_name)
+    account, sep, _ = public_name.partition("__")
+    row = found[0] if found is not None else gw.catalog.connections.get(account) if sep else None
+    if row is None:
         raise NotFound(f"no connected tool named {public_name!r}; find tools with search")
     if row.status != "active":
         raise ConnectionInactive(account, row.status, shown_reason(gw, row))
-    stored = gw.catalogs.get(account, {}).get(name)
-    if stored is None:
+    if found is None:
         raise NotFound(f"no connected tool named {public_name!r}; find tools with search")
+    stored = found[1]
     if stored.held:  # step 5: its definition changed since it was accepted
         raise ToolChanged(
             f"{public_name} changed at its server since it was accepted: it runs again once an admin "

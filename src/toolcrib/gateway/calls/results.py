@@ -94,9 +94,9 @@ async def shape_and_store(
         account=account,
         connector=connector,
         payload=full,
-        created_at=gw.clock(),
+        created_at=gw.store.clock(),
     )
-    await store.insert_result(gw.db, row)
+    await store.insert_result(gw.store.db, row)
     return attach_result_id(result, row.id)
 
 
@@ -112,11 +112,11 @@ async def read_result(
     gw: Gateway, principal: Principal, result_id: str, offset: int = 0, length: int = MAX_PAGE
 ) -> dict[str, Any]:
     """A page of a stored result, for the member who received it, after the resolver allows it again."""
-    row = await store.get_result(gw.db, result_id)
-    expired = row is not None and gw.clock() - row.created_at > gw.settings.result_ttl_seconds
+    row = await store.get_result(gw.store.db, result_id)
+    expired = row is not None and gw.store.clock() - row.created_at > gw.settings.result_ttl_seconds
     if row is None or row.member != principal.member or expired:
         raise NotFound("no such stored result")
-    rules = (await gw.policy()).rules
+    rules = (await gw.policy.current()).rules
     tool = row.operation.partition("__")[2]
     decision = reach.decide(
         rules, principal, account=row.account, connector=row.connector, tool=tool, where="result"

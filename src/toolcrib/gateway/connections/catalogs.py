@@ -29,7 +29,7 @@ __all__ = ["forget_connection", "install_catalog", "reinstall", "sync_from_store
 
 async def install_catalog(gw: Gateway, row: ConnectionRow, stored: list[StoredTool]) -> None:
     """Make ``stored`` the live catalog of ``row`` (only active connections are searchable)."""
-    async with gw.installing:
+    async with gw.catalog.installing:
         await _install(gw, row, stored)
 
 
@@ -39,33 +39,27 @@ async def reinstall(gw: Gateway, name: str) -> ConnectionRow | None:
     The store is read under the install lock: an install another task made meanwhile (this
     process's own sync, say) is never replaced by an older reading.
     """
-    async with gw.installing:
-        row = await conn_store.get_connection(gw.db, name)
+    async with gw.catalog.installing:
+        row = await conn_store.get_connection(gw.store.db, name)
         if row is not None:
-            await _install(gw, row, await conn_store.load_catalog(gw.db, name))
+            await _install(gw, row, await conn_store.load_catalog(gw.store.db, name))
         return row
 
 
 async def forget_connection(gw: Gateway, name: str) -> None:
     """Take a removed connection out of this process: its row, catalog, cards, index and examples
     (after any install under way, which would otherwise bring it back)."""
-    async with gw.installing:
+    async with gw.catalog.installing:
         await _forget(gw, name)
 
 
 async def _install(gw: Gateway, row: ConnectionRow, stored: list[StoredTool]) -> None:
     usable = {s.record.name: s for s in stored if s.refused is None}
-    policy = await gw.policy()
+    policy = await gw.policy.current()
     active = row.status == "active"
     docs, listing = await anyio.to_thread.run_sync(_prepare, gw, row, usable, policy, active)
-    vectors = await gw.index.tool_vectors(gw.db, docs) if active else None
-    gw.connections[row.name] = row
-    old = gw.catalogs.get(row.name, {})
-    for gone in old.values():
-        gw.listing_bytes.pop(gone.record.public_name, None)
-    gw.cards.forget({s.record.public_name for s in old.values()} - set(listing))
-    gw.catalogs[row.name] = usable
-    gw.listing_bytes.update(listing)
+    vectors = await gw.index.tool_vectors(gw.store.db, docs) if active else None
+    gw.cards.forget(gw.catalog.install(row, usable, listing))
     if active:
         await gw.index.replace(row.name, docs, vectors)
     else:
@@ -74,10 +68,7 @@ async def _install(gw: Gateway, row: ConnectionRow, stored: list[StoredTool]) ->
 
 
 async def _forget(gw: Gateway, name: str) -> None:
-    gw.connections.pop(name, None)
-    for old in gw.catalogs.pop(name, {}).values():
-        gw.listing_bytes.pop(old.record.public_name, None)
-        gw.cards.forget([old.record.public_name])
+    gw.cards.forget(gw.catalog.forget(name))
     await gw.index.remove(name)
     await gw.learned.drop_account(name)
 
@@ -85,21 +76,21 @@ async def _forget(gw: Gateway, name: str) -> None:
 async def _install_if_current(gw: Gateway, row: ConnectionRow, stored: list[StoredTool]) -> None:
     """Install ``row`` with ``stored`` if the store still holds that version of it (asked under
     the install lock), else what it holds now; nothing while this process syncs it."""
-    async with gw.installing:
-        if row.name in gw.syncing_now:
+    async with gw.catalog.installing:
+        if row.name in gw.catalog.syncing_now:
             return
-        now = await conn_store.get_connection(gw.db, row.name)
+        now = await conn_store.get_connection(gw.store.db, row.name)
         if now is None:
             return
         if _version(now) != _version(row):
-            stored = await conn_store.load_catalog(gw.db, row.name)
+            stored = await conn_store.load_catalog(gw.store.db, row.name)
         await _install(gw, now, stored)
 
 
 async def _forget_if_gone(gw: Gateway, name: str) -> bool:
     """Forget ``name`` if the store no longer holds it (asked now, under the install lock)."""
-    async with gw.installing:
-        if await conn_store.get_connection(gw.db, name) is not None:
+    async with gw.catalog.installing:
+        if await conn_store.get_connection(gw.store.db, name) is not None:
             return False
         await _forget(gw, name)
         return True
@@ -109,13 +100,13 @@ async def _forget_if_gone(gw: Gateway, name: str) -> bool:
 def syncing(gw: Gateway, name: str) -> Iterator[None]:
     """While this process syncs ``name``, ``sync_from_store`` leaves it to that sync, which
     installs what it stores (installing it twice, in either order, could install the older)."""
-    gw.syncing_now[name] += 1
+    gw.catalog.syncing_now[name] += 1
     try:
         yield
     finally:
-        gw.syncing_now[name] -= 1
-        if not gw.syncing_now[name]:
-            del gw.syncing_now[name]
+        gw.catalog.syncing_now[name] -= 1
+        if not gw.catalog.syncing_now[name]:
+            del gw.catalog.syncing_now[name]
 
 
 async def sync_from_store(gw: Gateway) -> None:
@@ -130,15 +121,15 @@ async def sync_from_store(gw: Gateway) -> None:
     a connection (then it is not gone) or installed a newer state (then the older one read first
     must not replace it). A connection this process is syncing is that sync's to install.
     """
-    rows = {row.name: row for row in await conn_store.list_connections(gw.db)}
-    for name in set(gw.connections) - set(rows) - set(gw.syncing_now):
+    rows = {row.name: row for row in await conn_store.list_connections(gw.store.db)}
+    for name in set(gw.catalog.connections) - set(rows) - set(gw.catalog.syncing_now):
         if await _forget_if_gone(gw, name) and gw.running:
             await gw.upstreams.discard(name)
     changed = [row for row in rows.values() if _stale(gw, row)]
-    catalogs = {row.name: await conn_store.load_catalog(gw.db, row.name) for row in changed}
+    catalogs = {row.name: await conn_store.load_catalog(gw.store.db, row.name) for row in changed}
     if len(changed) > 1:  # a start, or catching up: every missing vector encoded at once, on every core
         docs = await anyio.to_thread.run_sync(_documents, changed, catalogs)
-        await gw.index.tool_vectors(gw.db, docs)
+        await gw.index.tool_vectors(gw.store.db, docs)
     for row in changed:
         await _install_if_current(gw, row, catalogs[row.name])
 
@@ -146,8 +137,8 @@ async def sync_from_store(gw: Gateway) -> None:
 def _stale(gw: Gateway, row: ConnectionRow) -> bool:
     """Whether the stored ``row`` is newer than what this process holds, and this poll's to
     install: not while this process syncs it (it added it, say), as that sync installs it."""
-    held = gw.connections.get(row.name)
-    return (held is None or _version(held) != _version(row)) and row.name not in gw.syncing_now
+    held = gw.catalog.connections.get(row.name)
+    return (held is None or _version(held) != _version(row)) and row.name not in gw.catalog.syncing_now
 
 
 def _prepare(
@@ -163,7 +154,7 @@ def _prepare(
     if not active:
         return [], listing
     gw.cards.build(
-        (s.record, gw.risk_of(policy, s), policy.frozen_for(row.name, s.record.name).keys()) for s in shown
+        (s.record, policy.risk_of(s), policy.frozen_for(row.name, s.record.name).keys()) for s in shown
     )
     return _search_docs(row, shown), listing
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
@@ -30,6 +29,7 @@ from toolcrib.gateway.connections.oauth_binding import link_for
 from toolcrib.gateway.connections.url_secrets import connect_url, public_url, sealed_url, url_secret_values
 from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.governance import reach
+from toolcrib.gateway.live_catalog import SpecKey
 from toolcrib.policy.gates import Operator, Principal, require_operation
 from toolcrib.store import connections as store
 from toolcrib.store.connections import ConnectionRow, StoredTool
@@ -101,7 +101,7 @@ async def add_connection(
     _require_stdio_allowed(gw, actor, d.argv is not None)
     await _require_reach(gw, actor, d)
     await _require_callable_url(gw, d)
-    if d.name in gw.connections or await store.get_connection(gw.db, d.name):
+    if d.name in gw.catalog.connections or await store.get_connection(gw.store.db, d.name):
         raise ConfigError(f"a connection named {d.name!r} already exists")
     row = ConnectionRow(
         name=d.name,
@@ -109,7 +109,7 @@ async def add_connection(
         transport="stdio" if d.argv is not None else "http",
         command=d.argv,
         url=None if d.url is None else public_url(d.url),  # its secrets are sealed (R-13.7)
-        secrets=gw.box.seal(_sealed(d)),
+        secrets=gw.store.box.seal(_sealed(d)),
         status="pending",
         reason="not synced yet",
         tool_count=0,
@@ -117,8 +117,8 @@ async def add_connection(
         auth=None if d.oauth is None else "oauth_member" if d.oauth.get("per_member") else "oauth",
         pinning=pinning,
     )
-    await store.insert_connection(gw.db, row)
-    gw.connections[d.name] = row
+    await store.insert_connection(gw.store.db, row)
+    gw.catalog.connections[d.name] = row
     return await _synced_by(gw, d.name, actor)
 
 
@@ -143,10 +143,10 @@ async def update_connection(
     """
     require_operation(actor, "connections:write", "update")
     await get_connection(gw, name, actor)  # not_found unless the actor may reach it
-    current = await store.get_connection(gw.db, name)
+    current = await store.get_connection(gw.store.db, name)
     if current is None:
         raise NotFound(f"no connection named {name!r}")
-    secrets: dict[str, Any] = gw.box.open(current.secrets) or {}
+    secrets: dict[str, Any] = gw.store.box.open(current.secrets) or {}
     if command is None and url is None:
         command, url = current.command, connect_url(current.url, secrets)
     d = check_definition(
@@ -165,13 +165,13 @@ async def update_connection(
     await _require_reach(gw, actor, d)
     await _require_callable_url(gw, d)
     await store.update_connection(
-        gw.db,
+        gw.store.db,
         name,
         connector=d.connector,
         transport="stdio" if d.argv is not None else "http",
         command=d.argv,
         url=None if d.url is None else public_url(d.url),  # its secrets are sealed (R-13.7)
-        secrets=gw.box.seal(_sealed(d)),
+        secrets=gw.store.box.seal(_sealed(d)),
         pinning=current.pinning if pinning is None else pinning,
     )
     await gw.upstreams.discard(name)
@@ -213,7 +213,7 @@ def _kept_oauth(auth: str | None, sealed: Any) -> dict[str, Any] | None:
 
 async def _require_reach(gw: Gateway, actor: Principal, d: Definition) -> None:
     """An actor connects only what the restriction resolver lets them reach (R-8.4)."""
-    rules = (await gw.policy()).rules
+    rules = (await gw.policy.current()).rules
     if not reach.decide(rules, actor, account=d.name, connector=d.connector, where="connect").allowed:
         raise Restricted(f"connecting {d.connector!r} is withheld by a restriction")
 
@@ -233,12 +233,6 @@ async def _require_callable_url(gw: Gateway, d: Definition) -> None:
         ) from exc
 
 
-_SpecKey = tuple[str, tuple[str, ...], str | None, str | None]
-_specs: weakref.WeakKeyDictionary[Gateway, dict[str, tuple[_SpecKey, UpstreamSpec]]] = (
-    weakref.WeakKeyDictionary()
-)
-
-
 def spec_of(gw: Gateway, row: ConnectionRow, member: str = "") -> UpstreamSpec:
     """How to reach ``row`` (on ``member``'s own grant when it has one per member); free text about
     it is redacted like its results (R-13.3).
@@ -248,8 +242,8 @@ def spec_of(gw: Gateway, row: ConnectionRow, member: str = "") -> UpstreamSpec:
     unsealed on every call. An OAuth connection's spec is built afresh: its tokens change."""
     if row.auth in oauth.MODES:
         return _spec(gw, row, member)
-    key: _SpecKey = (row.transport, tuple(row.command or ()), row.url, row.secrets)
-    held = _specs.setdefault(gw, {})
+    key: SpecKey = (row.transport, tuple(row.command or ()), row.url, row.secrets)
+    held = gw.catalog.specs
     found = held.get(row.name)
     if found is not None and found[0] == key:
         return found[1]
@@ -259,7 +253,7 @@ def spec_of(gw: Gateway, row: ConnectionRow, member: str = "") -> UpstreamSpec:
 
 
 def _spec(gw: Gateway, row: ConnectionRow, member: str) -> UpstreamSpec:
-    secrets: dict[str, Any] = gw.box.open(row.secrets) or {}
+    secrets: dict[str, Any] = gw.store.box.open(row.secrets) or {}
     spec = UpstreamSpec(
         name=row.name,
         transport="stdio" if row.transport == "stdio" else "http",
@@ -276,7 +270,7 @@ def _spec(gw: Gateway, row: ConnectionRow, member: str) -> UpstreamSpec:
 def secrets_of(gw: Gateway, spec: UpstreamSpec) -> list[str]:
     """What is redacted from a connection's results and free text (R-12.2, R-13.3): its own
     credentials and the secret values frozen on its tools (R-9.2), as the gateway holds them now."""
-    return [*spec.secret_values(), *url_secret_values(spec.url), *gw.frozen_secrets(spec.name)]
+    return [*spec.secret_values(), *url_secret_values(spec.url), *gw.policy.frozen_secrets(spec.name)]
 
 
 async def sync_connection(gw: Gateway, name: str) -> ConnectionRow:
@@ -289,7 +283,7 @@ async def sync_connection(gw: Gateway, name: str) -> ConnectionRow:
     """
     wait = gw.settings.connect_timeout_seconds + gw.settings.upstream_timeout_seconds
     with syncing(gw, name):
-        async with gw.db.exclusive(f"sync:{name}", wait_seconds=wait) as alone:
+        async with gw.store.db.exclusive(f"sync:{name}", wait_seconds=wait) as alone:
             if alone:
                 return await _sync(gw, name)
         row = await reinstall(gw, name)  # the other replica's result, as it stored it
@@ -304,7 +298,7 @@ async def _sync(gw: Gateway, name: str) -> ConnectionRow:
     from toolcrib.catalog.cards import build_card
     from toolcrib.catalog.normalize import normalize_catalog
 
-    row = await store.get_connection(gw.db, name)
+    row = await store.get_connection(gw.store.db, name)
     if row is None:
         raise NotFound(f"no connection named {name!r}")
     broken = _broken(row)
@@ -321,7 +315,7 @@ async def _sync(gw: Gateway, name: str) -> ConnectionRow:
     except (InBandError, CatalogRefused) as exc:
         status = "needs_reauth" if isinstance(exc, UpstreamAuthFailed | NeedsReauth) else "error"  # R-13.1
         return await _failed(gw, name, status, spec.redact(exc.message))  # redacted before stored
-    policy = await gw.policy()
+    policy = await gw.policy.current()
 
     def carded() -> list[StoredTool]:
         stored = []
@@ -329,7 +323,7 @@ async def _sync(gw: Gateway, name: str) -> ConnectionRow:
             item = StoredTool(record=record, card=None, refused=record.refused)
             if record.refused is None:
                 item.digest = pins.digest(pins.definition(record))  # compared with its pin (R-13.4)
-                risk = gw.risk_of(policy, item)
+                risk = policy.risk_of(item)
                 item.card = build_card(record, risk=risk)
                 gw.cards.put(record, risk, (), item.card)  # the live card too, unless a value is frozen
             stored.append(item)
@@ -341,9 +335,9 @@ async def _sync(gw: Gateway, name: str) -> ConnectionRow:
         f"{s.record.name}: {s.refused}" for s in refused[:3]
     )
     await store.replace_catalog(
-        gw.db, name, stored, status="active", reason=spec.redact(reason) if refused else None
+        gw.store.db, name, stored, status="active", reason=spec.redact(reason) if refused else None
     )
-    fresh = await store.get_connection(gw.db, name)
+    fresh = await store.get_connection(gw.store.db, name)
     assert fresh is not None
     await install_catalog(gw, fresh, stored)
     return fresh
@@ -351,7 +345,7 @@ async def _sync(gw: Gateway, name: str) -> ConnectionRow:
 
 async def _failed(gw: Gateway, name: str, status: str, reason: str) -> ConnectionRow:
     """Record a failed sync (R-13.1); the previous catalog stays stored but is not live."""
-    await store.set_status(gw.db, name, status, reason)
+    await store.set_status(gw.store.db, name, status, reason)
     fresh = await reinstall(gw, name)
     assert fresh is not None
     return fresh
@@ -398,17 +392,17 @@ async def list_connections(gw: Gateway, principal: Principal) -> list[Connection
     """Every connection the caller may reach (the restriction resolver decides, R-8.4), as the
     caller may read it."""
     require_operation(principal, "connections:read", "list")
-    rows = [_shown(gw, r, principal) for r in await store.list_connections(gw.db)]
-    rules = (await gw.policy()).rules
+    rows = [_shown(gw, r, principal) for r in await store.list_connections(gw.store.db)]
+    rules = (await gw.policy.current()).rules
     return [r for r in rows if reach.lists_connection(rules, principal, r)]
 
 
 async def get_connection(gw: Gateway, name: str, principal: Principal) -> ConnectionRow:
     require_operation(principal, "connections:read", "get")
-    row = await store.get_connection(gw.db, name)
+    row = await store.get_connection(gw.store.db, name)
     if row is not None:
         row = _shown(gw, row, principal)
-    if row is None or not reach.lists_connection((await gw.policy()).rules, principal, row):
+    if row is None or not reach.lists_connection((await gw.policy.current()).rules, principal, row):
         raise NotFound(f"no connection named {name!r}")
     return row
 
@@ -426,7 +420,7 @@ async def remove_connection(gw: Gateway, name: str, principal: Principal) -> Non
     require_operation(principal, "connections:write", "delete")
     await get_connection(gw, name, principal)  # not_found unless the principal may reach it
     await gw.upstreams.discard(name)
-    if not await store.delete_connection(gw.db, name):
+    if not await store.delete_connection(gw.store.db, name):
         raise NotFound(f"no connection named {name!r}")
     await forget_connection(gw, name)
 

@@ -100,14 +100,14 @@ class StartOffer:
 async def _offer(gw: Gateway, token: str, signed_in: Principal | None) -> tuple[PendingFlow, StartOffer]:
     if not _TOKEN.fullmatch(token):
         raise NotFound(_GONE)
-    pending = await store.pending_by_link(gw.db, digest(token), now=time.time())
+    pending = await store.pending_by_link(gw.store.db, digest(token), now=time.time())
     if pending is None or pending.link_used or pending.authorize_url is None:
         raise NotFound(_GONE)
     if signed_in is not None and signed_in.member != pending.starter:
         raise Forbidden(
             "this link was given to another member: only who started an authorization completes it"
         )
-    url = gw.box.open(pending.authorize_url)
+    url = gw.store.box.open(pending.authorize_url)
     parts = urlsplit(url if isinstance(url, str) else "")
     if parts.scheme not in ("https", "http") or not parts.hostname:
         raise NotFound(_GONE)
@@ -126,7 +126,7 @@ async def confirm_start(gw: Gateway, token: str, signed_in: Principal | None) ->
     and the secret its cookie must carry back to the callback (only its hash is kept)."""
     _, offer = await _offer(gw, token, signed_in)
     browser = secrets.token_urlsafe(32)
-    if not await store.confirm_link(gw.db, digest(token), digest(browser), now=time.time()):
+    if not await store.confirm_link(gw.store.db, digest(token), digest(browser), now=time.time()):
         raise NotFound(_GONE)  # another browser confirmed it a moment before
     return offer.url, browser
 
@@ -134,8 +134,8 @@ async def confirm_start(gw: Gateway, token: str, signed_in: Principal | None) ->
 def _sealed_answer(gw: Gateway, query: dict[str, str]) -> str:
     """What ``/oauth/callback`` delivers to a flow: the code, state and issuer, or the error."""
     if query.get("error"):
-        return gw.box.seal({"error": query["error"]})
-    return gw.box.seal({k: query[k] for k in ("code", "state", "iss") if query.get(k)})
+        return gw.store.box.seal({"error": query["error"]})
+    return gw.store.box.seal({k: query[k] for k in ("code", "state", "iss") if query.get(k)})
 
 
 def _same_browser(pending: PendingFlow, browser: str | None) -> str | None:
@@ -159,7 +159,7 @@ async def complete_callback(
     state = query.get("state") or ""
     if not state or len(state) > 128:
         raise InvalidArguments("the callback carries no valid state")
-    pending = await store.pending_by_state(gw.db, state, now=time.time())
+    pending = await store.pending_by_state(gw.store.db, state, now=time.time())
     if pending is None:
         raise NotFound(_GONE)
     given = _same_browser(pending, browser)
@@ -169,7 +169,7 @@ async def complete_callback(
             "this authorization was not confirmed in this browser: only who started it completes it"
         )
     sealed = _sealed_answer(gw, query)
-    account = await store.deliver(gw.db, state, sealed, browser_sha256=given, now=time.time())
+    account = await store.deliver(gw.store.db, state, sealed, browser_sha256=given, now=time.time())
     if account is None:
         raise NotFound(_GONE)
     ok = await gw.upstreams.authorizer.delivered(state, wait_seconds=4 * gw.settings.connect_timeout_seconds)

@@ -39,9 +39,11 @@ async def list_changes(gw: Gateway, principal: Principal, account: str | None = 
     require_operation(principal, _PERMISSION, "changes")
     if account is not None:
         await _reachable(gw, principal, account)
-    changes = await store.waiting_changes(gw.db, account, MAX_CHANGES)
-    rules = (await gw.policy()).rules
-    shown = [c for c in changes if reach.lists_connection(rules, principal, gw.connections.get(c.account))]
+    changes = await store.waiting_changes(gw.store.db, account, MAX_CHANGES)
+    rules = (await gw.policy.current()).rules
+    shown = [
+        c for c in changes if reach.lists_connection(rules, principal, gw.catalog.connections.get(c.account))
+    ]
     return await anyio.to_thread.run_sync(lambda: [_view(c) for c in shown])  # diffs cost CPU
 
 
@@ -62,7 +64,7 @@ async def _decide(
 ) -> dict[str, Any]:
     require_operation(principal, _PERMISSION, verdict)
     row = await _reachable(gw, principal, account)
-    stored = gw.catalogs.get(account, {}).get(tool)
+    stored = gw.catalog.tools.get(account, {}).get(tool)
     if stored is None or not stored.held:  # checked in memory first: odd names never reach SQL
         raise NotFound(f"{account}__{tool} has no change waiting; see `tools changes`")
     operation = f"{gw.settings.control_prefix}__tools__{verdict}"
@@ -70,7 +72,7 @@ async def _decide(
         gw, principal, account=row.name, operation=operation, classification="write", target=tool
     )
     pin = await store.decide(
-        gw.db,
+        gw.store.db,
         account,
         tool,
         verdict,
@@ -94,8 +96,8 @@ def _stale(account: str, tool: str, sha256: str | None) -> Exception:
 
 
 async def _reachable(gw: Gateway, principal: Principal, account: str) -> ConnectionRow:
-    row = gw.connections.get(account)
-    if row is None or not reach.lists_connection((await gw.policy()).rules, principal, row):
+    row = gw.catalog.connections.get(account)
+    if row is None or not reach.lists_connection((await gw.policy.current()).rules, principal, row):
         raise NotFound(f"no connection named {account!r}")
     return row
 

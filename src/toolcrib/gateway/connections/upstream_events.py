@@ -39,15 +39,17 @@ async def on_auth_needed(gw: Gateway, spec: UpstreamSpec) -> str | None:
     grant: nobody started anything, so no link is made; the connection reads ``needs_reauth``
     (its tools leave search) until an admin refreshes it and is given a link of their own.
     """
-    row = await conn_store.get_connection(gw.db, spec.name)
+    row = await conn_store.get_connection(gw.store.db, spec.name)
     if row is None or spec.oauth is None or row.auth not in MODES or row.url is None:
         return None
     member = spec.oauth.member
-    await grant_store.put_grant(gw.db, row.name, member, tokens=None, expires_at=None)  # dead: no refreshes
+    await grant_store.put_grant(
+        gw.store.db, row.name, member, tokens=None, expires_at=None
+    )  # dead: no refreshes
     if member:  # one member's own grant: only that member must authorize; the connection stays as it is
         token = await gw.upstreams.authorizer.begin(spec.oauth, spec.url or row.url, member)
         return start_link(gw, token) if token is not None else None
-    await conn_store.set_status(gw.db, row.name, "needs_reauth", _DEAD)
+    await conn_store.set_status(gw.store.db, row.name, "needs_reauth", _DEAD)
     await reinstall(gw, row.name)
     return None
 
@@ -63,12 +65,12 @@ async def on_authorized(gw: Gateway, binding: OAuthBinding, ok: bool, failure: s
         await gw.upstreams.discard(binding.account)
         await sync_connection(gw, binding.account)
         return
-    row = await conn_store.get_connection(gw.db, binding.account)
+    row = await conn_store.get_connection(gw.store.db, binding.account)
     if row is None:
         return
     if row.status == "active" and await has_grant(gw, row.name):
         return
     why = f"{failure or 'the authorization did not complete'}; refresh the connection for a new link"
     status = "needs_reauth" if row.status == "active" else row.status
-    await conn_store.set_status(gw.db, row.name, status, why)
+    await conn_store.set_status(gw.store.db, row.name, status, why)
     await reinstall(gw, row.name)

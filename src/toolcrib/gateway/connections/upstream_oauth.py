@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import secrets
 import time
-import weakref
 from typing import Any
 
 from toolcrib.errors import NotFound
@@ -55,7 +54,7 @@ def binding_of(gw: Gateway, row: ConnectionRow, member: str = "") -> OAuthBindin
     if row.auth not in MODES:
         return None
     member = member if row.auth == "oauth_member" else ""
-    secrets: dict[str, Any] = gw.box.open(row.secrets) or {}
+    secrets: dict[str, Any] = gw.store.box.open(row.secrets) or {}
     conf: dict[str, str] = secrets.get("oauth") or {}
     s = gw.settings
     return OAuthBinding(
@@ -72,15 +71,11 @@ def binding_of(gw: Gateway, row: ConnectionRow, member: str = "") -> OAuthBindin
     )
 
 
-_KNOWN: weakref.WeakKeyDictionary[Gateway, dict[tuple[str, str], list[str]]] = weakref.WeakKeyDictionary()
-_KEEP_KNOWN = 6
-
-
 def known_tokens(gw: Gateway, account: str, member: str) -> list[str]:
     """The upstream tokens of a grant this process has seen lately: the connection's own secrets,
     redacted from its results and free text like its header values (R-12.2, R-13.3). The list is
     live: the vault adds each token it loads or stores."""
-    return _KNOWN.setdefault(gw, {}).setdefault((account, member), [])
+    return gw.catalog.remember_tokens(account, member, ())
 
 
 class _Vault:
@@ -90,67 +85,63 @@ class _Vault:
         self._gw, self._account, self._member = gw, account, member
 
     def _seen(self, tokens: dict[str, Any]) -> None:
-        known = known_tokens(self._gw, self._account, self._member)
-        for key in ("access_token", "refresh_token"):
-            value = tokens.get(key)
-            if isinstance(value, str) and value and value not in known:
-                known.append(value)
-        del known[:-_KEEP_KNOWN]
+        seen = [v for key in ("access_token", "refresh_token") if isinstance(v := tokens.get(key), str)]
+        self._gw.catalog.remember_tokens(self._account, self._member, seen)
 
     async def tokens(self) -> tuple[dict[str, Any] | None, float | None]:
-        grant = await grant_store.get_grant(self._gw.db, self._account, self._member)
+        grant = await grant_store.get_grant(self._gw.store.db, self._account, self._member)
         if grant is None or grant.tokens is None:
             return None, None
-        tokens: dict[str, Any] = self._gw.box.open(grant.tokens)
+        tokens: dict[str, Any] = self._gw.store.box.open(grant.tokens)
         self._seen(tokens)
         return tokens, grant.expires_at
 
     async def save_tokens(self, tokens: dict[str, Any], refresh_by: float | None) -> None:
         self._seen(tokens)
-        sealed = self._gw.box.seal(tokens)
+        sealed = self._gw.store.box.seal(tokens)
         await grant_store.put_grant(
-            self._gw.db, self._account, self._member, tokens=sealed, expires_at=refresh_by
+            self._gw.store.db, self._account, self._member, tokens=sealed, expires_at=refresh_by
         )
 
     async def client(self) -> dict[str, Any] | None:
         """The client registration: one per connection, made on the shared grant's flow."""
         for member in dict.fromkeys((self._member, "")):
-            grant = await grant_store.get_grant(self._gw.db, self._account, member)
+            grant = await grant_store.get_grant(self._gw.store.db, self._account, member)
             if grant is not None and grant.client:
-                return self._gw.box.open(grant.client)  # type: ignore[no-any-return]
+                return self._gw.store.box.open(grant.client)  # type: ignore[no-any-return]
         return None
 
     async def save_client(self, client: dict[str, Any]) -> None:
-        sealed = self._gw.box.seal(client)
-        await grant_store.put_grant(self._gw.db, self._account, self._member, client=sealed)
+        sealed = self._gw.store.box.seal(client)
+        await grant_store.put_grant(self._gw.store.db, self._account, self._member, client=sealed)
 
     async def open_pending(self, state: str, ttl: float, *, url: str, starter: str) -> str:
         """The provider's URL sealed, the start link kept as its hash (R-13.6): the token itself
         is given to ``starter`` alone, at least 128 random bits (256 here)."""
         token = secrets.token_urlsafe(32)
         await grant_store.open_pending(
-            self._gw.db,
+            self._gw.store.db,
             state,
             self._account,
             self._member,
             starter=starter,
             link_sha256=digest(token),
-            authorize_url=self._gw.box.seal(url),
+            authorize_url=self._gw.store.box.seal(url),
             now=time.time(),
             ttl=ttl,
         )
         return token
 
     async def take_answer(self, state: str) -> dict[str, Any] | None:
-        sealed = await grant_store.take(self._gw.db, state)
-        return self._gw.box.open(sealed) if sealed is not None else None
+        sealed = await grant_store.take(self._gw.store.db, state)
+        return self._gw.store.box.open(sealed) if sealed is not None else None
 
     async def drop_pending(self, state: str) -> None:
-        await grant_store.drop_pending(self._gw.db, state)
+        await grant_store.drop_pending(self._gw.store.db, state)
 
 
 async def has_grant(gw: Gateway, name: str, member: str = "") -> bool:
-    grant = await grant_store.get_grant(gw.db, name, member)
+    grant = await grant_store.get_grant(gw.store.db, name, member)
     return grant is not None and grant.tokens is not None
 
 
@@ -172,13 +163,13 @@ async def authorize(gw: Gateway, row: ConnectionRow, starter: Principal) -> Conn
     """
     binding = binding_of(gw, row)
     assert binding is not None
-    url = connect_url(row.url, gw.box.open(row.secrets) or {})  # its secrets are sealed (R-13.7)
+    url = connect_url(row.url, gw.store.box.open(row.secrets) or {})  # its secrets are sealed (R-13.7)
     assert url is not None
     token = await gw.upstreams.authorizer.begin(binding, url, starter.member)
     if token is not None:
-        fresh = await conn_store.get_connection(gw.db, row.name)
+        fresh = await conn_store.get_connection(gw.store.db, row.name)
         status = "pending" if fresh is None or fresh.status == "pending" else "needs_reauth"
-        await conn_store.set_status(gw.db, row.name, status, _WAITING)
+        await conn_store.set_status(gw.store.db, row.name, status, _WAITING)
     return await _reinstalled(gw, row.name)
 
 
@@ -214,8 +205,8 @@ def reauth_notices(gw: Gateway, principal: Principal, policy: PolicySnapshot) ->
     """
     notices: list[dict[str, Any]] = []
     room = _NOTICE_BYTES
-    for name in sorted(gw.connections):
-        row = gw.connections[name]
+    for name in sorted(gw.catalog.connections):
+        row = gw.catalog.connections[name]
         status, url = row.status, link_for(gw, row, principal)
         if url is not None and row.status == "active":  # this member's own grant is being authorized
             status = "needs_reauth"

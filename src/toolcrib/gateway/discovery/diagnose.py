@@ -20,8 +20,8 @@ async def diagnose(gw: Gateway, principal: Principal, name: str) -> dict[str, An
     """Walk the checks in order and say where it stopped."""
     checks: list[str] = []
     account, _, tool = name.partition("__")
-    policy = await gw.policy()
-    row = gw.connections.get(account)
+    policy = await gw.policy.current()
+    row = gw.catalog.connections.get(account)
     reachable = (
         row is not None
         and reach.decide(
@@ -41,16 +41,16 @@ async def diagnose(gw: Gateway, principal: Principal, name: str) -> dict[str, An
             f"Connection {account} is {row.status} ({shown_reason(gw, row)}): reconnect it.",
         )
     checks.append(f"connection {account} is active")
-    if tool and tool not in gw.catalogs.get(account, {}):
+    if tool and tool not in gw.catalog.tools.get(account, {}):
         return stop("tool_in_catalog", f"{account} has no tool {tool!r}; refresh the connection.")
     if tool:
-        if gw.catalogs[account][tool].held:
+        if gw.catalog.tools[account][tool].held:
             return stop(
                 "tool_changed",
                 f"{name} changed at its server since it was accepted: it is held until an admin "
                 "accepts the change (toolcrib tools changes).",
             )
-        if gw.risk_of(policy, gw.catalogs[account][tool]) == "forbidden":
+        if policy.risk_of(gw.catalog.tools[account][tool]) == "forbidden":
             return stop("tool_in_catalog", f"{name} is forbidden by the organization: no grant reaches it.")
         where = visibility_of(gw, principal, policy, name)
         if where == "restricted":
@@ -60,7 +60,7 @@ async def diagnose(gw: Gateway, principal: Principal, name: str) -> dict[str, An
         return stop("grant_scope", f"Your grant lacks {TOOLS_SCOPE}: ask for a token with it.")
     checks.append(f"the grant holds {TOOLS_SCOPE}")
     if tool:
-        needed = scope_for(gw.risk_of(policy, gw.catalogs[account][tool]))
+        needed = scope_for(policy.risk_of(gw.catalog.tools[account][tool]))
         if needed not in principal.scopes:
             return stop(
                 "grant_scope", f"Your grant lacks {needed}, which {name} needs: ask for a token with it."

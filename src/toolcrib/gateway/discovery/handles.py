@@ -9,62 +9,57 @@ store. A handle another replica issued is read from the store once, then held (#
 
 from __future__ import annotations
 
-import weakref
 from collections import OrderedDict
 
 from toolcrib.auth.tokens import new_handle
 from toolcrib.errors import HandleExpired, NotFound
-from toolcrib.gateway.core import Gateway
+from toolcrib.gateway.storage import Storage
 from toolcrib.policy.gates import Principal
 from toolcrib.store import handles as store
 from toolcrib.store.handles import HandleRow
 from toolcrib.store.learning import SearchRow
 
-__all__ = ["issue_handles", "resolve_handle"]
+__all__ = ["HELD_HANDLES", "HeldHandles"]
 
 HELD_HANDLES = 20_000
 """How many handles one process holds in memory; the oldest go first (they are read again if used)."""
 
-_held: weakref.WeakKeyDictionary[Gateway, OrderedDict[str, HandleRow]] = weakref.WeakKeyDictionary()
 
+class HeldHandles:
+    """The handles this process issued or resolved, over the store every replica reads."""
 
-def _memory(gw: Gateway) -> OrderedDict[str, HandleRow]:
-    held = _held.get(gw)
-    if held is None:
-        held = _held[gw] = OrderedDict()
-    return held
+    def __init__(self, storage: Storage, ttl_seconds: float) -> None:
+        self._storage = storage
+        self._ttl = ttl_seconds
+        self._held: OrderedDict[str, HandleRow] = OrderedDict()
 
+    def _hold(self, rows: list[HandleRow]) -> None:
+        for row in rows:
+            self._held[row.id] = row
+        while len(self._held) > HELD_HANDLES:
+            self._held.popitem(last=False)
 
-def _hold(gw: Gateway, rows: list[HandleRow]) -> None:
-    held = _memory(gw)
-    for row in rows:
-        held[row.id] = row
-    while len(held) > HELD_HANDLES:
-        held.popitem(last=False)
+    async def issue(
+        self, principal: Principal, tools: list[tuple[str, str]], search: SearchRow | None = None
+    ) -> list[str]:
+        """One new handle per ``(public_name, schema_hash)`` for ``principal``'s member, stored where
+        every replica can read it; ``search``, the search that issued them (R-5.12), stored with them."""
+        now = self._storage.clock()
+        sid = search.id if search is not None else None
+        rows = [HandleRow(new_handle(), principal.member, name, schema, now, sid) for name, schema in tools]
+        await store.insert_handles(self._storage.db, rows, search if rows else None)
+        self._hold(rows)
+        return [r.id for r in rows]
 
-
-async def issue_handles(
-    gw: Gateway, principal: Principal, tools: list[tuple[str, str]], search: SearchRow | None = None
-) -> list[str]:
-    """One new handle per ``(public_name, schema_hash)`` for ``principal``'s member, stored where
-    every replica can read it; ``search``, the search that issued them (R-5.12), stored with them."""
-    now = gw.clock()
-    sid = search.id if search is not None else None
-    rows = [HandleRow(new_handle(), principal.member, name, schema, now, sid) for name, schema in tools]
-    await store.insert_handles(gw.db, rows, search if rows else None)
-    _hold(gw, rows)
-    return [r.id for r in rows]
-
-
-async def resolve_handle(gw: Gateway, principal: Principal, handle_id: str) -> HandleRow:
-    """Step 1 for a handle: unknown or another member's is ``not_found``; too old is ``handle_expired``."""
-    row = _memory(gw).get(handle_id)
-    if row is None and handle_id.startswith("act_"):
-        row = await store.get_handle(gw.db, handle_id)
-        if row is not None:
-            _hold(gw, [row])
-    if row is None or row.member != principal.member:
-        raise NotFound("unknown action handle; search again")
-    if gw.clock() - row.created_at > gw.settings.handle_ttl_seconds:
-        raise HandleExpired("this action handle has expired; search again")
-    return row
+    async def resolve(self, principal: Principal, handle_id: str) -> HandleRow:
+        """Step 1 for a handle: unknown or another member's is ``not_found``; too old ``handle_expired``."""
+        row = self._held.get(handle_id)
+        if row is None and handle_id.startswith("act_"):
+            row = await store.get_handle(self._storage.db, handle_id)
+            if row is not None:
+                self._hold([row])
+        if row is None or row.member != principal.member:
+            raise NotFound("unknown action handle; search again")
+        if self._storage.clock() - row.created_at > self._ttl:
+            raise HandleExpired("this action handle has expired; search again")
+        return row

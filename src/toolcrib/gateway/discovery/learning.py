@@ -55,7 +55,7 @@ def search_row(gw: Gateway, principal: Principal, query: str, vector: Matrix | N
         vector=np.asarray(vector, dtype="<f4").reshape(-1).tobytes(),
         text_sha256=hashlib.sha256(query.encode("utf-8", "surrogatepass")).hexdigest(),
         text=query if mode == "text" else None,
-        created_at=gw.clock(),
+        created_at=gw.store.clock(),
     )
 
 
@@ -88,13 +88,13 @@ async def record_success(
         return
     try:
         kept = await store.record_example(
-            gw.db,
+            gw.store.db,
             search_id=handle.search_id,
             account=account,
             tool=tool,
             public_name=handle.public_name,
             member=principal.member,
-            now=gw.clock(),
+            now=gw.store.clock(),
             per_tool=MAX_EXAMPLES,
             per_member=MAX_PER_MEMBER,
         )
@@ -107,11 +107,13 @@ async def record_success(
 async def example_counts(gw: Gateway, principal: Principal) -> list[dict[str, Any]]:
     """Per tool of the connections ``principal`` reaches: its examples and distinct members."""
     require_operation(principal, PERMISSION, "examples")
-    rules = (await gw.policy()).rules
+    rules = (await gw.policy.current()).rules
     return [
         {"tool": c.public_name, "examples": c.examples, "members": c.members, "newest": c.newest}
-        for c in await store.count_examples(gw.db)
-        if reach.lists_connection(rules, principal, gw.connections.get(c.public_name.partition("__")[0]))
+        for c in await store.count_examples(gw.store.db)
+        if reach.lists_connection(
+            rules, principal, gw.catalog.connections.get(c.public_name.partition("__")[0])
+        )
     ]
 
 
@@ -126,12 +128,14 @@ async def forget_examples(gw: Gateway, principal: Principal, tool: str | None) -
                 [{"pointer": "/tool", "message": "not a tool name"}],
             )
         account = tool.partition("__")[0]
-        if not reach.lists_connection((await gw.policy()).rules, principal, gw.connections.get(account)):
+        if not reach.lists_connection(
+            (await gw.policy.current()).rules, principal, gw.catalog.connections.get(account)
+        ):
             raise NotFound(f"no connected tool named {tool!r}")
     operation = f"{gw.settings.control_prefix}__search__forget"
     audit_row = admin_row(
         gw, principal, account=account, operation=operation, classification="destructive", target=tool
     )
-    deleted = await store.forget_examples(gw.db, tool, audit_row)
+    deleted = await store.forget_examples(gw.store.db, tool, audit_row)
     await gw.learned.forget(tool)
     return {"tool": tool, "forgotten": deleted}

@@ -33,12 +33,12 @@ def answer_bytes(value: Any) -> int:
 
 async def _principal_of(gw: Gateway, name: str) -> Principal:
     """``name`` as a model acting for them would be: their role, the scopes of their live grants."""
-    member = await member_store.get_member(gw.db, name)
+    member = await member_store.get_member(gw.store.db, name)
     if member is None or member.status != "active":
         raise NotFound(f"no active member named {name!r}")
-    now = gw.clock()
+    now = gw.store.clock()
     scopes: frozenset[str] = frozenset()
-    for grant in await member_store.list_grants(gw.db, name):
+    for grant in await member_store.list_grants(gw.store.db, name):
         if grant.revoked_at is None and (grant.expires_at is None or grant.expires_at > now):
             scopes |= grant.scopes
     return Principal(

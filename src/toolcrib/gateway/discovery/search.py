@@ -16,7 +16,6 @@ from toolcrib.catalog.budget import fit_search_response
 from toolcrib.gateway.connections.upstream_oauth import reauth_notices
 from toolcrib.gateway.core import Gateway, PolicySnapshot
 from toolcrib.gateway.discovery import learning
-from toolcrib.gateway.discovery.handles import issue_handles
 from toolcrib.gateway.governance import reach
 from toolcrib.policy.frozen import unmet_frozen
 from toolcrib.policy.gates import Principal, Visibility, require_execute, require_tools_scope, visibility
@@ -30,7 +29,7 @@ MAX_LIMIT = 5
 
 def visibility_of(gw: Gateway, principal: Principal, policy: PolicySnapshot, public_name: str) -> Visibility:
     """Where one tool shows for ``principal``: the resolver and the gates decide (R-5.1, R-8.4)."""
-    found = gw.lookup(public_name)
+    found = gw.catalog.lookup(public_name)
     if found is None:
         return "hidden"
     row, stored = found
@@ -39,7 +38,7 @@ def visibility_of(gw: Gateway, principal: Principal, policy: PolicySnapshot, pub
     frozen = policy.frozen_for(row.name, stored.record.name)
     if frozen and unmet_frozen(stored.record.input_schema, frozen):  # held for its frozen values (R-13.8)
         return "hidden"
-    risk = gw.risk_of(policy, stored)
+    risk = policy.risk_of(stored)
     decision = reach.decide(
         policy.rules,
         principal,
@@ -53,8 +52,8 @@ def visibility_of(gw: Gateway, principal: Principal, policy: PolicySnapshot, pub
 
 async def flat_listing_bytes(gw: Gateway, principal: Principal) -> int:
     """What a flat listing of the catalog visible to ``principal`` would have cost (R-14.1)."""
-    policy = await gw.policy()
-    return gw.flat_listing_bytes(lambda name: visibility_of(gw, principal, policy, name) == "visible")
+    policy = await gw.policy.current()
+    return gw.catalog.flat_listing_bytes(lambda name: visibility_of(gw, principal, policy, name) == "visible")
 
 
 async def search_tools(gw: Gateway, principal: Principal, query: str, limit: int = 3) -> dict[str, Any]:
@@ -82,7 +81,7 @@ async def _search(gw: Gateway, principal: Principal, query: str, limit: int) -> 
     require_execute(principal)
     require_tools_scope(principal)
     limit = max(1, min(MAX_LIMIT, int(limit)))
-    policy = await gw.policy()
+    policy = await gw.policy.current()
     seen: dict[str, Visibility] = {}
 
     def where(name: str) -> Visibility:
@@ -99,7 +98,7 @@ async def _search(gw: Gateway, principal: Principal, query: str, limit: int) -> 
     cards, pinned = await _cards_for(gw, policy, found.hits)
     search = learning.search_row(gw, principal, query, found.query_vector)  # R-5.12
     with tracing.step("search.handles"):  # the handles' write is a database span naming this step
-        handles = await issue_handles(gw, principal, pinned, search)
+        handles = await gw.handles.issue(principal, pinned, search)
     for card, handle in zip(cards, handles, strict=True):
         card["action_id"] = handle
     flags: dict[str, Any] = {"query_truncated": True} if truncated else {}
@@ -119,9 +118,9 @@ async def _cards_for(
     A card is missing only when a policy change (classification, frozen values) made it another
     card: those are built once, in a worker thread, and cached.
     """
-    located = [(hit, pair) for hit in hits if (pair := gw.lookup(hit.public_name)) is not None]
+    located = [(hit, pair) for hit in hits if (pair := gw.catalog.lookup(hit.public_name)) is not None]
     wanted = [
-        (stored.record, gw.risk_of(policy, stored), policy.frozen_for(row.name, stored.record.name).keys())
+        (stored.record, policy.risk_of(stored), policy.frozen_for(row.name, stored.record.name).keys())
         for _, (row, stored) in located
     ]
     found = [gw.cards.get(*want) for want in wanted]

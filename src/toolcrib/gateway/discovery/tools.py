@@ -20,11 +20,11 @@ async def list_tools(
 ) -> list[dict[str, Any]]:
     """Every usable tool (of one ``connection`` when named), by public name (``connections:read``)."""
     require_operation(principal, "connections:read", "list")
-    if connection is not None and connection not in gw.connections:
+    if connection is not None and connection not in gw.catalog.connections:
         raise NotFound(f"no connection named {connection!r}")
     rows = []
-    for account, tools in sorted(gw.catalogs.items()):
-        row = gw.connections.get(account)
+    for account, tools in sorted(gw.catalog.tools.items()):
+        row = gw.catalog.connections.get(account)
         if row is None or (connection is not None and account != connection):
             continue
         for name in sorted(tools):

@@ -78,15 +78,15 @@ async def settle(
     Raises ``approval_required`` (nobody could be asked now), ``approval_declined``, or
     :class:`AskLater` (the MCP face asks and the client calls again with the answer).
     """
-    rules = (await gw.policy()).approval_rules
+    rules = (await gw.policy.current()).approval_rules
     if requires_approval(rules, risk=risk, account=account, role=principal.role) is None:
         return None
     digest = arguments_sha256(exact)
     if interaction.answer is not None:
         return await _answered(gw, principal, operation, digest, *interaction.answer)
-    now = gw.clock()
+    now = gw.store.clock()
     seen = exact if shown is None else shown
-    approver = await store.consume(gw.db, principal.member, operation, digest, now)
+    approver = await store.consume(gw.store.db, principal.member, operation, digest, now)
     if approver is not None:
         return approver
     approval = Approval(
@@ -98,9 +98,9 @@ async def settle(
         approved_by=None,
         created_at=now,
         expires_at=now + gw.settings.approval_ttl_seconds,
-        arguments=gw.box.seal(seen),
+        arguments=gw.store.box.seal(seen),
     )
-    await store.insert_approval(gw.db, approval)
+    await store.insert_approval(gw.store.db, approval)
     prompt = ApprovalPrompt(approval.id, principal.member, operation, account, seen)
     if interaction.ask is not None:
         return await _answered(gw, principal, operation, digest, approval.id, await interaction.ask(prompt))
@@ -113,7 +113,7 @@ async def _answered(
     gw: Gateway, principal: Principal, operation: str, digest: str, approval_id: str, action: str
 ) -> str:
     """The member's own answer to the question about ``approval_id``; they are the approver."""
-    approval = await store.get_approval(gw.db, approval_id)
+    approval = await store.get_approval(gw.store.db, approval_id)
     bound = approval is not None and (approval.member, approval.operation, approval.arguments_sha256) == (
         principal.member,
         operation,
@@ -124,7 +124,11 @@ async def _answered(
     accepted = action == "accept"
     status = "used" if accepted else "declined"
     decided = await store.decide(
-        gw.db, approval_id, status=status, approved_by=principal.member if accepted else None, now=gw.clock()
+        gw.store.db,
+        approval_id,
+        status=status,
+        approved_by=principal.member if accepted else None,
+        now=gw.store.clock(),
     )
     if not decided:
         raise ApprovalDeclined("this approval was already answered or has expired; call again to be asked")
@@ -153,14 +157,14 @@ def _details(
 ) -> dict[str, Any]:
     """Who asked, the tool, its account and classification (as the policy has it now), and, while
     the approval may still let the call run, the call's exact arguments (else ``None``)."""
-    live = approval.status in ("pending", "approved") and approval.expires_at > gw.clock()
-    found = gw.lookup(approval.operation)
+    live = approval.status in ("pending", "approved") and approval.expires_at > gw.store.clock()
+    found = gw.catalog.lookup(approval.operation)
     return {
         **approval_view(approval),
         "account": approval.operation.partition("__")[0],
-        "classification": gw.risk_of(policy, found[1]) if found is not None else None,
-        "expired": approval.expires_at <= gw.clock(),
-        "arguments": gw.box.open(approval.arguments) if with_arguments and live else None,
+        "classification": policy.risk_of(found[1]) if found is not None else None,
+        "expired": approval.expires_at <= gw.store.clock(),
+        "arguments": gw.store.box.open(approval.arguments) if with_arguments and live else None,
     }
 
 
@@ -169,14 +173,14 @@ async def approval_details(gw: Gateway, approval_id: str, actor: Principal) -> d
     the approval link's page and ``GET /api/approvals/{id}``."""
     require_operation(actor, "restrictions:write", "get")
     approval = await _approval(gw, approval_id)
-    return _details(gw, approval, await gw.policy(), with_arguments=True)
+    return _details(gw, approval, await gw.policy.current(), with_arguments=True)
 
 
 async def pending_approvals(gw: Gateway, actor: Principal) -> list[dict[str, Any]]:
     """The approvals waiting for an answer, oldest first (restrictions:write), without arguments."""
     require_operation(actor, "restrictions:write", "list")
-    policy = await gw.policy()
-    waiting = await store.list_pending(gw.db, gw.clock(), PENDING_LISTED)
+    policy = await gw.policy.current()
+    waiting = await store.list_pending(gw.store.db, gw.store.clock(), PENDING_LISTED)
     return [_details(gw, a, policy, with_arguments=False) for a in waiting]
 
 
@@ -187,7 +191,7 @@ async def get_approval(gw: Gateway, approval_id: str, actor: Principal) -> Appro
 
 
 async def _approval(gw: Gateway, approval_id: str) -> Approval:
-    approval = await store.get_approval(gw.db, approval_id)
+    approval = await store.get_approval(gw.store.db, approval_id)
     if approval is None:
         raise NotFound(f"no approval {approval_id!r}")
     return approval
@@ -211,8 +215,10 @@ async def _answer(gw: Gateway, approval_id: str, action: str, actor: Principal) 
     who = actor.member
     approving = action == "approve"
     status, approved_by = ("approved", who) if approving else ("declined", None)
-    if not await store.decide(gw.db, approval_id, status=status, approved_by=approved_by, now=gw.clock()):
-        if await store.get_approval(gw.db, approval_id) is None:
+    if not await store.decide(
+        gw.store.db, approval_id, status=status, approved_by=approved_by, now=gw.store.clock()
+    ):
+        if await store.get_approval(gw.store.db, approval_id) is None:
             raise NotFound(f"no approval {approval_id!r}")
         raise ConfigError(f"approval {approval_id} is not waiting for an answer (answered or expired)")
     return await _approval(gw, approval_id)
@@ -232,17 +238,17 @@ async def set_approval_rule(
     require_operation(actor, "restrictions:write", "set")
     rule = ApprovalRule(new_rule_id(), classification, account, role)
     validate_approval_rule(rule)
-    if account is not None and account not in gw.connections:
+    if account is not None and account not in gw.catalog.connections:
         raise NotFound(f"no connection named {account!r}")
-    await store.delete_rules(gw.db, classification, account, role)
+    await store.delete_rules(gw.store.db, classification, account, role)
     if required:
         values = dataclasses.asdict(rule)
-        await store.insert_rule(gw.db, values)
-    await gw.reload_policy()
-    return list((await gw.policy()).approval_rules)
+        await store.insert_rule(gw.store.db, values)
+    await gw.policy.reload()
+    return list((await gw.policy.current()).approval_rules)
 
 
 async def list_approval_rules(gw: Gateway, actor: Principal) -> list[ApprovalRule]:
     require_operation(actor, "restrictions:read", "list")
-    await gw.reload_policy()
-    return list((await gw.policy()).approval_rules)
+    await gw.policy.reload()
+    return list((await gw.policy.current()).approval_rules)

@@ -37,13 +37,13 @@ async def check_write(gw: Gateway, principal: Principal) -> None:
 
 
 async def _check(gw: Gateway, principal: Principal, account: str | None, tool: str | None) -> None:
-    rules = (await gw.policy()).limit_rules
+    rules = (await gw.policy.current()).limit_rules
     if not rules:
         return
     wanted = spends(rules, member=principal.member, role=principal.role, account=account, tool=tool)
     if not wanted:
         return
-    refusal = await gw.buckets.take(wanted, gw.clock())
+    refusal = await gw.buckets.take(wanted, gw.store.clock())
     if refusal is not None:
         raise RateLimited(_message(refusal), refusal.retry_after)
 
@@ -83,25 +83,25 @@ async def set_limit(
     require_operation(principal, "restrictions:write", "set")
     rule = LimitRule(new_rule_id(), member, role, account, tool, per_minute, per_day)
     validate_limit(rule)
-    if member is not None and await member_store.get_member(gw.db, member) is None:
+    if member is not None and await member_store.get_member(gw.store.db, member) is None:
         raise NotFound(f"no member named {member!r}")
-    if account is not None and account not in gw.connections:
+    if account is not None and account not in gw.catalog.connections:
         raise NotFound(f"no connection named {account!r}")
-    if await store.count_rules(gw.db) >= MAX_RULES:
+    if await store.count_rules(gw.store.db) >= MAX_RULES:
         raise ConfigError(f"at most {MAX_RULES} limits; remove one first")
-    await store.insert_rule(gw.db, dataclasses.asdict(rule))
-    await gw.reload_policy()
+    await store.insert_rule(gw.store.db, dataclasses.asdict(rule))
+    await gw.policy.reload()
     return rule
 
 
 async def list_limits(gw: Gateway, principal: Principal) -> list[LimitRule]:
     require_operation(principal, "restrictions:read", "list")
-    await gw.reload_policy()
-    return list((await gw.policy()).limit_rules)
+    await gw.policy.reload()
+    return list((await gw.policy.current()).limit_rules)
 
 
 async def remove_limit(gw: Gateway, principal: Principal, rule_id: str) -> None:
     require_operation(principal, "restrictions:write", "remove")
-    if not await store.delete_rule(gw.db, rule_id):
+    if not await store.delete_rule(gw.store.db, rule_id):
         raise NotFound(f"no limit {rule_id!r}")
-    await gw.reload_policy()
+    await gw.policy.reload()

@@ -90,21 +90,21 @@ async def add_restriction(
     require_operation(actor, "restrictions:write", "create")
     rule = Rule(new_rule_id(), effect, target_kind, target, connector, account, tool)  # type: ignore[arg-type]
     validate_rule(rule)
-    if target_kind == "user" and await member_store.get_member(gw.db, target) is None:
+    if target_kind == "user" and await member_store.get_member(gw.store.db, target) is None:
         raise ConfigError(f"no member named {target!r}")
-    await store.insert_restriction(gw.db, dataclasses.asdict(rule))
+    await store.insert_restriction(gw.store.db, dataclasses.asdict(rule))
     return rule
 
 
 async def list_restrictions(gw: Gateway, actor: Principal) -> list[Rule]:
     require_operation(actor, "restrictions:read", "list")
-    await gw.reload_policy()
-    return list((await gw.policy()).rules)
+    await gw.policy.reload()
+    return list((await gw.policy.current()).rules)
 
 
 async def remove_restriction(gw: Gateway, rule_id: str, actor: Principal) -> None:
     require_operation(actor, "restrictions:write", "delete")
-    if not await store.delete_restriction(gw.db, rule_id):
+    if not await store.delete_restriction(gw.store.db, rule_id):
         raise NotFound(f"no restriction {rule_id!r}")
 
 
@@ -113,25 +113,25 @@ async def explain_restriction(
 ) -> list[str]:
     """Which rules decide whether ``user`` (or ``role``) reaches ``tool``, in words (R-8.6)."""
     require_operation(actor, "restrictions:read", "explain")
-    await gw.reload_policy()
+    await gw.policy.reload()
     account, _, name = tool.partition("__")
-    row = gw.connections.get(account)
+    row = gw.catalog.connections.get(account)
     if row is None:
         raise NotFound(f"no connection named {account!r}")
     if user is not None:
-        member = await member_store.get_member(gw.db, user)
+        member = await member_store.get_member(gw.store.db, user)
         if member is None:
             raise NotFound(f"no member named {user!r}")
         role = member.role
     if role is None:
         raise ConfigError("explain needs a user or a role")
-    rules = (await gw.policy()).rules
+    rules = (await gw.policy.current()).rules
     return explain(rules, role=role, member=user, account=account, connector=row.connector, tool=name or None)
 
 
 def _connection_of(gw: Gateway, account: str) -> None:
     """The connection must exist; its tool need not be listed yet (R-13.8)."""
-    if account not in gw.connections:
+    if account not in gw.catalog.connections:
         raise NotFound(f"no connection named {account!r}")
 
 
@@ -155,21 +155,21 @@ async def set_frozen(
     tool (:func:`frozen_state`), and merged over its calls from the sync that brings it (R-13.8)."""
     require_operation(principal, "connections:write", "set")
     _connection_of(gw, account)
-    stored = gw.catalogs.get(account, {}).get(tool)
+    stored = gw.catalog.tools.get(account, {}).get(tool)
     if stored is not None and unmet_frozen(stored.record.input_schema, [param]):
         raise ConfigError(f"{account}__{tool} has no parameter {param!r}")
     hidden = is_secret(param, secret)
-    sealed = gw.box.seal(value) if hidden else None
-    await store.set_frozen(gw.db, account, tool, param, value=value, sealed=sealed)
-    await gw.reload_policy()
+    sealed = gw.store.box.seal(value) if hidden else None
+    await store.set_frozen(gw.store.db, account, tool, param, value=value, sealed=sealed)
+    await gw.policy.reload()
     return hidden
 
 
 async def unset_frozen(gw: Gateway, principal: Principal, account: str, tool: str, param: str) -> None:
     require_operation(principal, "connections:write", "unset")
-    if not await store.unset_frozen(gw.db, account, tool, param):
+    if not await store.unset_frozen(gw.store.db, account, tool, param):
         raise NotFound(f"{account}__{tool}.{param} is not frozen")
-    await gw.reload_policy()
+    await gw.policy.reload()
 
 
 async def list_frozen(gw: Gateway, principal: Principal) -> list[dict[str, Any]]:
@@ -178,8 +178,11 @@ async def list_frozen(gw: Gateway, principal: Principal) -> list[dict[str, Any]]
     Each says its ``status`` (:func:`frozen_state`): active, waiting for the tool, or held."""
     require_operation(principal, "connections:write", "list")
     return [
-        {**frozen_view(row), "status": frozen_state(gw.catalogs, row["account"], row["tool"], row["param"])}
-        for row in await store.list_frozen(gw.db)
+        {
+            **frozen_view(row),
+            "status": frozen_state(gw.catalog.tools, row["account"], row["tool"], row["param"]),
+        }
+        for row in await store.list_frozen(gw.store.db)
     ]
 
 
@@ -190,21 +193,21 @@ async def classify_tool(gw: Gateway, account: str, tool: str, risk: str, actor: 
     if risk not in RISKS:
         raise ConfigError(f"classification must be one of {', '.join(RISKS)}")
     _connection_of(gw, account)
-    await store.set_override(gw.db, account, tool, risk)
-    await gw.reload_policy()
+    await store.set_override(gw.store.db, account, tool, risk)
+    await gw.policy.reload()
 
 
 async def unclassify_tool(gw: Gateway, account: str, tool: str, actor: Principal) -> None:
     """Drop the admin override of a tool's classification: its own annotations and verb decide
     again (R-7.4)."""
     require_operation(actor, "connections:write", "update")
-    if not await store.delete_override(gw.db, account, tool):
+    if not await store.delete_override(gw.store.db, account, tool):
         raise NotFound(f"{account}__{tool} has no classification override")
-    await gw.reload_policy()
+    await gw.policy.reload()
 
 
 async def list_classifications(gw: Gateway, actor: Principal) -> dict[tuple[str, str], str]:
     """Every classification override: ``(account, tool) -> risk``."""
     require_operation(actor, "connections:write", "list")
-    await gw.reload_policy()
-    return dict((await gw.policy()).overrides)
+    await gw.policy.reload()
+    return dict((await gw.policy.current()).overrides)

@@ -171,7 +171,9 @@ async def sign_in_member(gw: Gateway, claims: Mapping[str, Any]) -> SignedIn:
     email = _email(claims, settings)
     role = role_for(claims, settings)
     member = _pick(
-        await identities.find_identity(gw.db, issuer=issuer, subject=subject, email=email), issuer, subject
+        await identities.find_identity(gw.store.db, issuer=issuer, subject=subject, email=email),
+        issuer,
+        subject,
     )
     if member is None:
         return SignedIn(await _create(gw, email, role, subject, issuer), created=True)
@@ -186,10 +188,10 @@ async def _create(gw: Gateway, email: str, role: str | None, subject: str, issue
     if not _NAME.match(email):
         raise _refused("email_not_a_name", "Your e-mail address cannot be used as a member name here.")
     created = await identities.insert_identity(
-        gw.db, name=email, role=role, email=email, subject=subject, issuer=issuer, now=gw.clock()
+        gw.store.db, name=email, role=role, email=email, subject=subject, issuer=issuer, now=gw.store.clock()
     )
     if not created:  # another replica created it a moment ago; it is then re-mapped like any other
-        again = await identities.find_identity(gw.db, issuer=issuer, subject=subject, email=email)
+        again = await identities.find_identity(gw.store.db, issuer=issuer, subject=subject, email=email)
         picked = _pick(again, issuer, subject)
         if picked is None:
             raise _refused("account_mismatch", "A member with this name exists.")
@@ -210,7 +212,7 @@ async def _remap(gw: Gateway, member: Identity, role: str | None, seen: dict[str
         changes["role"] = new_role
         logger.info("OIDC sign-in re-mapped member %s from %s to %s", member.name, member.role, new_role)
     if changes:
-        await identities.update_identity(gw.db, member.name, **changes)
+        await identities.update_identity(gw.store.db, member.name, **changes)
     if not keep and role is None:
         raise _refused("no_role", "None of your groups gives you a role in this organization any more.")
     return Identity(
@@ -236,7 +238,7 @@ async def refresh_member(
         if signed.member.name != name:
             raise _refused("account_mismatch", "These claims are another member's.")
         return signed.member
-    member = await identities.get_identity(gw.db, name)
+    member = await identities.get_identity(gw.store.db, name)
     if member is None:
         raise _refused("member_removed", "This member no longer exists.")
     if member.status != "active":
@@ -257,7 +259,7 @@ async def _vouched_for(gw: Gateway, member: Identity, client: OIDCClient | None)
         asked = await _ask(gw, member, client, vouch, token, again=True)
         if asked is not None:
             return asked
-    if gw.clock() - vouch.vouched_at > gw.settings.oidc_vouch_seconds:
+    if gw.store.clock() - vouch.vouched_at > gw.settings.oidc_vouch_seconds:
         raise _refused(
             "vouch_expired", "The identity provider has not vouched for you recently; sign in again."
         )
@@ -265,7 +267,7 @@ async def _vouched_for(gw: Gateway, member: Identity, client: OIDCClient | None)
 
 
 async def _vouch_of(gw: Gateway, member: Identity) -> idp_vouches.Vouch:
-    vouch = await idp_vouches.get_vouch(gw.db, member.name)
+    vouch = await idp_vouches.get_vouch(gw.store.db, member.name)
     if vouch is None or (vouch.issuer, vouch.subject) != (member.issuer, member.subject):
         raise _refused("not_vouched", "The identity provider has not vouched for you here; sign in again.")
     return vouch
@@ -275,7 +277,7 @@ async def _ask(
     gw: Gateway, member: Identity, client: OIDCClient, vouch: idp_vouches.Vouch, token: str, *, again: bool
 ) -> Identity | None:
     """The member re-mapped from what the provider says now; None when it could not be asked."""
-    now = gw.clock()
+    now = gw.store.clock()
     try:
         answer = await client.refresh(token, vouch.subject, gw.settings.oidc_role_claim)
     except SignInRefused as exc:
@@ -283,21 +285,21 @@ async def _ask(
             logger.warning("OIDC refresh of %s: the provider cannot vouch now (%s)", member.name, exc.reason)
             return None
         assert vouch.refresh_sealed is not None
-        if not await idp_vouches.forget(gw.db, member.name, vouch.refresh_sealed) and again:
+        if not await idp_vouches.forget(gw.store.db, member.name, vouch.refresh_sealed) and again:
             newer = await _vouch_of(gw, member)  # a sign-in or another replica stored a new token
             newer_token = _open_token(gw, newer.refresh_sealed)
             if newer_token is not None:
                 return await _ask(gw, member, client, newer, newer_token, again=False)
         raise _refused("provider_refused", "The identity provider no longer vouches for you.") from exc
-    rotated = gw.box.seal(answer.refresh_token) if answer.refresh_token else None
+    rotated = gw.store.box.seal(answer.refresh_token) if answer.refresh_token else None
     remapped = await _remap_fresh(gw, member, answer.claims)  # no role: guest, and refused
-    await idp_vouches.vouched(gw.db, member.name, read=vouch.refresh_sealed, rotated=rotated, now=now)
+    await idp_vouches.vouched(gw.store.db, member.name, read=vouch.refresh_sealed, rotated=rotated, now=now)
     return remapped
 
 
 def _open_token(gw: Gateway, sealed: str | None) -> str | None:
     try:
-        token = gw.box.open(sealed)
+        token = gw.store.box.open(sealed)
     except ConfigError:  # sealed under another key: as if the provider had given none
         return None
     return token if isinstance(token, str) and token else None
@@ -347,7 +349,7 @@ async def complete_sign_in(
 
     expires_at = pending.started_at + PENDING_SECONDS
     if not await single_use.claim(
-        gw.db, "oidc-state:" + pending.state, expires_at=expires_at, now=gw.clock()
+        gw.store.db, "oidc-state:" + pending.state, expires_at=expires_at, now=gw.store.clock()
     ):
         logger.warning("OIDC sign-in refused: invalid_request (state_replayed)")
         raise SignInRefused(
@@ -356,12 +358,12 @@ async def complete_sign_in(
     answer = await client.finish(code, pending)
     signed = await sign_in_member(gw, answer.claims)
     await idp_vouches.put_sign_in(
-        gw.db,
+        gw.store.db,
         member=signed.member.name,
         issuer=str(answer.claims["iss"]),
         subject=str(answer.claims["sub"]),
-        refresh_sealed=gw.box.seal(answer.refresh_token) if answer.refresh_token else None,
-        now=gw.clock(),
+        refresh_sealed=gw.store.box.seal(answer.refresh_token) if answer.refresh_token else None,
+        now=gw.store.clock(),
     )
     token = await mint_session(gw, signed.member)
     logger.info("OIDC sign-in of %s (%s)", signed.member.name, signed.member.role)

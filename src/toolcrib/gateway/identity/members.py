@@ -64,7 +64,7 @@ def grant_view(g: GrantRow) -> dict[str, Any]:
 
 
 async def _member(gw: Gateway, name: str) -> MemberRow:
-    member = await store.get_member(gw.db, name)
+    member = await store.get_member(gw.store.db, name)
     if member is None or member.status == "removed":
         raise NotFound(f"no member named {name!r}")
     return member
@@ -72,9 +72,9 @@ async def _member(gw: Gateway, name: str) -> MemberRow:
 
 async def init_owner(gw: Gateway, name: str = "owner") -> tuple[MemberRow, str]:
     """Create the first owner and a token holding every scope; refuses when an owner exists."""
-    if any(m.role == "owner" for m in await store.list_members(gw.db)):
+    if any(m.role == "owner" for m in await store.list_members(gw.store.db)):
         raise ConfigError("this organization already has an owner")
-    member = await store.insert_member(gw.db, name, "owner")
+    member = await store.insert_member(gw.store.db, name, "owner")
     _, token = await _new_token(gw, name, " ".join(sorted(SCOPES)), None, None)
     return member, token
 
@@ -85,14 +85,14 @@ async def add_member(gw: Gateway, name: str, role: str, actor: Principal) -> Mem
     require_role(role)
     if not _MEMBER.match(name):
         raise ConfigError(f"member name {name!r} is not valid")
-    if await store.get_member(gw.db, name) is not None:
+    if await store.get_member(gw.store.db, name) is not None:
         raise ConfigError(f"a member named {name!r} already exists")
-    return await store.insert_member(gw.db, name, role)
+    return await store.insert_member(gw.store.db, name, role)
 
 
 async def list_members(gw: Gateway, actor: Principal) -> list[MemberRow]:
     require_operation(actor, "members:read", "list")
-    return [m for m in await store.list_members(gw.db) if m.status != "removed"]
+    return [m for m in await store.list_members(gw.store.db) if m.status != "removed"]
 
 
 async def _change(
@@ -100,7 +100,9 @@ async def _change(
 ) -> MemberRow:
     require_operation(actor, "members:write", operation)
     target = await _member(gw, name)
-    owners = sum(1 for m in await store.list_members(gw.db) if m.role == "owner" and m.status == "active")
+    owners = sum(
+        1 for m in await store.list_members(gw.store.db) if m.role == "owner" and m.status == "active"
+    )
     require_member_change(actor.role, target_role=target.role, new_role=new_role, active_owners=owners)
     return target
 
@@ -112,7 +114,7 @@ async def set_role(gw: Gateway, name: str, role: str, principal: Principal, *, p
     require_operation(principal, "members:write", "update_role")
     require_role(role)
     await _change(gw, name, role, "update_role", principal)
-    await store.update_member(gw.db, name, role=role, role_pinned=pinned)
+    await store.update_member(gw.store.db, name, role=role, role_pinned=pinned)
 
 
 async def suspend_member(gw: Gateway, name: str, actor: Principal) -> None:
@@ -121,13 +123,13 @@ async def suspend_member(gw: Gateway, name: str, actor: Principal) -> None:
     Every grant of the member is revoked at once, OAuth refresh tokens and sign-in sessions
     included (R-7.9): reactivating the member does not bring them back."""
     await _change(gw, name, None, "suspend", actor)
-    await store.update_member(gw.db, name, status="suspended")
+    await store.update_member(gw.store.db, name, status="suspended")
     await grants.revoke_all(gw, name)
 
 
 async def remove_member(gw: Gateway, name: str, actor: Principal) -> None:
     await _change(gw, name, None, "remove", actor)
-    await store.update_member(gw.db, name, status="removed")
+    await store.update_member(gw.store.db, name, status="removed")
     await grants.revoke_all(gw, name)
 
 
@@ -139,12 +141,12 @@ async def _new_token(
         raise ConfigError("a token needs at least one scope")
     if expires_days is not None and expires_days <= 0:
         raise ConfigError("--expires must be a positive number of days")
-    expires_at = gw.clock() + expires_days * 86400 if expires_days is not None else None
+    expires_at = gw.store.clock() + expires_days * 86400 if expires_days is not None else None
     if actor is not None:  # None only for the first owner's token, made by init_owner
         expires_at = _within_actor_grant(actor, parsed, expires_at)
     token = new_token()
     grant = await store.insert_grant(
-        gw.db,
+        gw.store.db,
         grant_id=new_grant_id(),
         member=member,
         kind="pat",
@@ -152,7 +154,7 @@ async def _new_token(
         scopes=parsed,
         expires_at=expires_at,
         parent=grants.parent_of(actor) if actor else None,  # revoked with the actor's grant (R-7.11)
-        now=gw.clock(),
+        now=gw.store.clock(),
     )
     if grant is None:
         raise Unauthenticated("the grant creating this token has ended")
@@ -210,17 +212,17 @@ async def create_token(
 
 async def list_tokens(gw: Gateway, member: str | None = None, *, actor: Principal) -> list[GrantRow]:
     require_operation(actor, "members:read", "list")
-    return await store.list_grants(gw.db, member)
+    return await store.list_grants(gw.store.db, member)
 
 
 async def revoke_token(gw: Gateway, grant_id: str, actor: Principal) -> None:
     """Takes effect on the very next call (R-7.6). An owner's grant is revoked by owners only."""
     require_operation(actor, "members:write", "revoke")
-    grant = await store.get_grant(gw.db, grant_id)
-    holder = await store.get_member(gw.db, grant.member) if grant is not None else None
+    grant = await store.get_grant(gw.store.db, grant_id)
+    holder = await store.get_member(gw.store.db, grant.member) if grant is not None else None
     if holder is not None:
         _require_owner_reach(actor, holder.role)
-    if not await store.revoke_grant(gw.db, grant_id):
+    if not await store.revoke_grant(gw.store.db, grant_id):
         raise NotFound(f"no active grant {grant_id!r}")
 
 
@@ -231,7 +233,7 @@ async def operator_principal(gw: Gateway, as_member: str | None = None) -> Princ
     The operator runs on the gateway's own machine with the database in hand, so it holds every
     scope; the member's role and restrictions still apply through the one pipeline.
     """
-    listed = await store.list_members(gw.db)
+    listed = await store.list_members(gw.store.db)
     if as_member is not None:
         found = next((m for m in listed if m.name == as_member), None)
         if found is None or found.status != "active":
@@ -251,4 +253,4 @@ async def reactivate_member(gw: Gateway, name: str, actor: Principal) -> None:
     require_member_change(actor.role, target_role=target.role, new_role=target.role, active_owners=2)
     if target.status != "suspended":
         raise ConfigError(f"member {name!r} is {target.status}, not suspended")
-    await store.update_member(gw.db, name, status="active")
+    await store.update_member(gw.store.db, name, status="active")

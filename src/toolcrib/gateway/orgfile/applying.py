@@ -131,7 +131,7 @@ def _catalog_check(gw: Gateway, desired: Desired, changes: list[Change]) -> None
         if change.action == "delete" or change.kind != "frozen":
             continue
         spec = change.desired
-        stored = gw.catalogs.get(spec.account, {}).get(spec.tool)
+        stored = gw.catalog.tools.get(spec.account, {}).get(spec.tool)
         if stored is not None and unmet_frozen(stored.record.input_schema, [spec.parameter]):
             problems.append(
                 desired.marks.problem(
@@ -216,7 +216,7 @@ async def _connection_delete(run: _Run, change: Change) -> None:
 async def _member_create(run: _Run, change: Change) -> None:
     gw, actor, spec = run.gw, run.actor, change.desired
     await members.add_member(gw, spec.name, spec.role, actor)
-    run.undo.append(lambda: member_store.delete_new_member(gw.db, spec.name))
+    run.undo.append(lambda: member_store.delete_new_member(gw.store.db, spec.name))
 
 
 async def _member_update(run: _Run, change: Change) -> None:
@@ -228,7 +228,7 @@ async def _member_update(run: _Run, change: Change) -> None:
 async def _member_delete(run: _Run, change: Change) -> None:
     gw, actor, had = run.gw, run.actor, change.current
     await members.remove_member(gw, had.name, actor)
-    run.undo.append(lambda: member_store.update_member(gw.db, had.name, status=had.status))
+    run.undo.append(lambda: member_store.update_member(gw.store.db, had.name, status=had.status))
 
 
 async def _restriction_create(run: _Run, change: Change) -> None:

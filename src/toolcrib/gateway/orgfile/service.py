@@ -27,7 +27,7 @@ async def principal_for_file(gw: Gateway, text: str, source: str, *, create_owne
     """Who applies a file: the Operator (the first active owner). On a database with no owner
     yet, the file's first owner becomes it when ``create_owner`` (``apply``; its token is
     created by ``toolcrib tokens create``), and ``plan`` reads as an owner not yet named."""
-    listed = await member_store.list_members(gw.db)
+    listed = await member_store.list_members(gw.store.db)
     if any(m.role == "owner" and m.status == "active" for m in listed):
         return await operator_principal(gw)
     owner = _first_owner(text, source)

@@ -77,7 +77,7 @@ async def read_current(gw: Gateway, actor: Principal) -> Current:
     """Everything an organization file describes, as stored now."""
     now = Current()
     for row in await connections.list_connections(gw, actor):
-        secrets: dict[str, Any] = gw.box.open(row.secrets) or {}
+        secrets: dict[str, Any] = gw.store.box.open(row.secrets) or {}
         now.connections[row.name] = LiveConnection(
             row,
             dict(secrets.get("env") or {}),
@@ -87,11 +87,11 @@ async def read_current(gw: Gateway, actor: Principal) -> Current:
         )
     now.members = {m.name: m for m in await members.list_members(gw, actor)}
     now.removed_members = frozenset(
-        m.name for m in await member_store.list_members(gw.db) if m.status == "removed"
+        m.name for m in await member_store.list_members(gw.store.db) if m.status == "removed"
     )
     now.restrictions = await restrictions.list_restrictions(gw, actor)
     listed = await restrictions.list_frozen(gw, actor)  # the permission check, and which are secret
-    snapshot = (await gw.policy()).frozen_values
+    snapshot = (await gw.policy.current()).frozen_values
     for item in listed:
         value = snapshot.values.get((item["account"], item["tool"]), {}).get(item["param"])
         now.frozen[(item["account"], item["tool"], item["param"])] = (value, bool(item["secret"]))
@@ -100,7 +100,7 @@ async def read_current(gw: Gateway, actor: Principal) -> Current:
     now.classifications = await restrictions.list_classifications(gw, actor)
     now.tools = {
         (account, name): stored.record.input_schema
-        for account, catalog in gw.catalogs.items()
+        for account, catalog in gw.catalog.tools.items()
         if account in now.connections
         for name, stored in catalog.items()
     }

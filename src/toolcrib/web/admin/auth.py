@@ -9,7 +9,6 @@ from starlette.routing import Route
 
 from toolcrib.errors import Unauthenticated
 from toolcrib.gateway.core import Gateway
-from toolcrib.gateway.identity.bearer import authenticate
 from toolcrib.web.address_limits import by_address
 from toolcrib.web.admin.handlers import Ctx, action
 from toolcrib.web.admin.render import first_page, render
@@ -62,7 +61,7 @@ async def login(request: Request) -> Response:
         return _login(request, status=403, code="csrf_failed")
     token = form.get("token")
     try:
-        await authenticate(gw, token.strip() if isinstance(token, str) else None)
+        await gw.bearers.authenticate(token.strip() if isinstance(token, str) else None)
     except Unauthenticated:
         return _login(request, status=401, code="unauthenticated")
     assert isinstance(token, str)

@@ -24,14 +24,14 @@ async def _tools_by_connection(ctx: Ctx, names: set[str], every: bool) -> dict[s
     Who may change connections sees every tool (a ``forbidden`` one too); anyone else sees the
     tools search could show them or name as ``restricted``, never a tool hidden from them (R-5.1).
     """
-    policy = await ctx.gw.policy()
+    policy = await ctx.gw.policy.current()
     by_connection: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
     for tool in await tools.list_tools(ctx.gw, ctx.principal):
-        found = ctx.gw.lookup(tool["name"])
+        found = ctx.gw.catalog.lookup(tool["name"])
         if tool["connection"] not in names or found is None:
             continue
         if every or visibility_of(ctx.gw, ctx.principal, policy, tool["name"]) != "hidden":
-            by_connection[tool["connection"]].append({**tool, "risk": ctx.gw.risk_of(policy, found[1])})
+            by_connection[tool["connection"]].append({**tool, "risk": policy.risk_of(found[1])})
     return by_connection
 
 

@@ -28,7 +28,7 @@ async def limits_page(ctx: Ctx, *, error: InBandError | None = None, status: int
         status=status,
         rules=rules,
         roles=ROLES,
-        accounts=sorted(ctx.gw.connections),
+        accounts=sorted(ctx.gw.catalog.connections),
         can_write=has_permission(ctx.principal.role, "restrictions:write"),
         error=error_view(error),
     )

@@ -21,7 +21,6 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from toolcrib.errors import Unauthenticated
 from toolcrib.gateway.core import Gateway
-from toolcrib.gateway.identity.bearer import authenticate
 from toolcrib.policy.gates import Principal
 from toolcrib.web.cookies import is_secure, open_sealed_session, set_sealed_session
 
@@ -92,7 +91,7 @@ async def open_session(request: Request, gw: Gateway) -> Session | None:
     if data is None:
         return None
     try:
-        principal = await authenticate(gw, str(data["token"]), session=data.get("sso") is True)
+        principal = await gw.bearers.authenticate(str(data["token"]), session=data.get("sso") is True)
     except Unauthenticated:
         return None
     return Session(principal, str(data["csrf"]))
