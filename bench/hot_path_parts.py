@@ -100,7 +100,7 @@ async def run(calls: int) -> dict[str, Any]:
         }
         with tempfile.TemporaryDirectory() as tmp:
             async with open_gateway(settings_for(Path(tmp), semantic=False)) as gw:
-                _, token = await members.init_owner(gw, "owner")
+                _, token = await members.init_owner(gw.store, "owner")
                 await add_connection(gw, "desk", connector="Helpdesk", url=url, actor=OPERATOR)
                 principal = await authenticate(gw, token)
                 session = gw.upstreams.session(spec_of(gw, gw.catalog.connections["desk"]))

@@ -247,7 +247,7 @@ async def _indexing(gw: Gateway, base: Accounts) -> dict[str, Any]:
 async def _sizes(
     gw: Gateway, base: Accounts, sizes: list[int], queries: list[str], rounds: int, history: int
 ) -> list[Any]:
-    _, token = await members.init_owner(gw, "owner")
+    _, token = await members.init_owner(gw.store, "owner")
     principal = await authenticate(gw, token)
     results = []
     for size in sizes:

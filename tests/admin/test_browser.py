@@ -64,8 +64,8 @@ async def served(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Serv
     )
     async with open_gateway(settings) as gw:
         owner = await owner_token(gw)
-        await members.add_member(gw, "mia", "member", actor=OPERATOR)
-        _, member = await members.create_token(gw, "mia", members.DEFAULT_SCOPES, actor=OPERATOR)
+        await members.add_member(gw.store, "mia", "member", actor=OPERATOR)
+        _, member = await members.create_token(gw.store, "mia", members.DEFAULT_SCOPES, actor=OPERATOR)
         async with serve(gw) as base:
             yield Served(gw, base, owner, member)
 
@@ -193,7 +193,7 @@ async def test_14_in_a_real_browser_an_admin_approves_a_held_call_from_its_appro
     assert row.status == "active", row.reason
     await approvals.set_approval_rule(served.gw, "destructive", account="ops", actor=OPERATOR)
     _, mia = await members.create_token(
-        served.gw, "mia", "mcp:tools mcp:read mcp:write mcp:destructive", actor=OPERATOR
+        served.gw.store, "mia", "mcp:tools mcp:read mcp:write mcp:destructive", actor=OPERATOR
     )
     ticket = 'TCK-2187 "close and wipe" <b>now</b>'
     held = gateway_payload(await _held_call(served, mia, ticket))["error"]

@@ -55,8 +55,8 @@ class Org:
 
     async def token(self, name: str, role: str, scopes: str = members.DEFAULT_SCOPES) -> str:
         if await member_store.get_member(self.c.gw.store.db, name) is None:
-            await members.add_member(self.c.gw, name, role, actor=OPERATOR)
-        return (await members.create_token(self.c.gw, name, scopes, actor=OPERATOR))[1]
+            await members.add_member(self.c.gw.store, name, role, actor=OPERATOR)
+        return (await members.create_token(self.c.gw.store, name, scopes, actor=OPERATOR))[1]
 
 
 @pytest.fixture(scope="module")
@@ -277,7 +277,7 @@ async def test_r7_6_revoking_the_token_ends_its_console_session(org: Org) -> Non
     assert (await http.get("/admin/members")).status_code == 200
     admin, csrf = await org.c.signed_in(org.owner)
     grant = next(
-        g for g in await members.list_tokens(org.c.gw, "rhea", actor=OPERATOR) if g.revoked_at is None
+        g for g in await members.list_tokens(org.c.gw.store, "rhea", actor=OPERATOR) if g.revoked_at is None
     )
     revoked = await admin.post("/admin/tokens/revoke", data={"csrf": csrf, "id": grant.id})
     assert revoked.status_code == 303
@@ -347,9 +347,9 @@ async def test_r8_6_the_playground_shows_a_withheld_tool_and_the_rule_behind_it(
     size = int(played.text.split('id="answer-bytes">', 1)[1].split("<", 1)[0])
     assert size == len(json.dumps(answer, ensure_ascii=False, separators=(",", ":")).encode())
     rule = next(
-        r for r in await restrictions.list_restrictions(org.c.gw, actor=OPERATOR) if r.target == "wes"
+        r for r in await restrictions.list_restrictions(org.c.gw.policy, actor=OPERATOR) if r.target == "wes"
     )
-    await restrictions.remove_restriction(org.c.gw, rule.id, actor=OPERATOR)
+    await restrictions.remove_restriction(org.c.gw.store, rule.id, actor=OPERATOR)
 
 
 async def test_13_audit_exports_select_by_filter_and_defuse_formulas(org: Org) -> None:

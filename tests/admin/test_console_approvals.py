@@ -91,8 +91,8 @@ async def org(tmp_path_factory: pytest.TempPathFactory, fixture_http: Process) -
         await approvals.set_approval_rule(gw, "destructive", account="desk", actor=OPERATOR)
         tokens = []
         for name, role in (("ada", "admin"), ("mia", "member")):
-            await members.add_member(gw, name, role, actor=OPERATOR)
-            tokens.append((await members.create_token(gw, name, ALL, actor=OPERATOR))[1])
+            await members.add_member(gw.store, name, role, actor=OPERATOR)
+            tokens.append((await members.create_token(gw.store, name, ALL, actor=OPERATOR))[1])
         async with console(gw) as c:
             yield Org(c, folder / "gw.store.db", owner, *tokens)
 
@@ -153,7 +153,7 @@ async def test_14_the_held_arguments_are_sealed_at_rest_and_forgotten_once_the_a
     assert sealed is not None
     assert ticket not in sealed
     assert org.c.gw.store.box.open(sealed) == {"ticket_id": ticket}
-    await approvals.approve(org.c.gw, held["approval_id"], actor=OPERATOR)
+    await approvals.approve(org.c.gw.store, held["approval_id"], actor=OPERATOR)
     assert org.sealed(held["approval_id"]) is not None  # approved, not used yet: still readable
     assert not (await org.run(ticket)).get("isError")
     assert org.sealed(held["approval_id"]) is None
@@ -189,7 +189,7 @@ async def test_r7_1_a_member_opening_an_approval_link_gets_the_denied_page_and_c
         posted = await mia.post(f"{_path(held)}/{verb}", data={"csrf": csrf})
         assert posted.status_code == 403
         assert "<code>permission_required</code>" in posted.text
-    approval = await approvals.get_approval(org.c.gw, held["approval_id"], actor=OPERATOR)
+    approval = await approvals.get_approval(org.c.gw.store, held["approval_id"], actor=OPERATOR)
     assert approval.status == "pending"
 
 
@@ -206,7 +206,7 @@ async def test_14_an_approve_post_without_the_sessions_csrf_token_approves_nothi
         answer = await admin.post(f"{_path(held)}/approve", data=data, headers=headers)
         assert answer.status_code == 403
         assert "<code>csrf_failed</code>" in answer.text
-    approval = await approvals.get_approval(org.c.gw, held["approval_id"], actor=OPERATOR)
+    approval = await approvals.get_approval(org.c.gw.store, held["approval_id"], actor=OPERATOR)
     assert (approval.status, approval.approved_by) == ("pending", None)
 
 

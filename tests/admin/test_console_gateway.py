@@ -25,19 +25,19 @@ pytestmark = pytest.mark.anyio
 async def test_r7_1_only_an_owner_reactivates_a_suspended_owner(tmp_path: Path) -> None:
     async with open_gateway(settings_for(tmp_path)) as gw:
         await owner_token(gw)
-        await members.add_member(gw, "olga", "owner", actor=OPERATOR)
-        await members.add_member(gw, "adam", "admin", actor=OPERATOR)
-        await members.suspend_member(gw, "olga", actor=OPERATOR)
-        admin = await operator_principal(gw, "adam")
+        await members.add_member(gw.store, "olga", "owner", actor=OPERATOR)
+        await members.add_member(gw.store, "adam", "admin", actor=OPERATOR)
+        await members.suspend_member(gw.store, "olga", actor=OPERATOR)
+        admin = await operator_principal(gw.store, "adam")
         with pytest.raises(PermissionRequired) as refused:
-            await members.reactivate_member(gw, "olga", admin)
+            await members.reactivate_member(gw.store, "olga", admin)
         assert refused.value.code == "permission_required"
-        await members.reactivate_member(gw, "olga", await operator_principal(gw))
+        await members.reactivate_member(gw.store, "olga", await operator_principal(gw.store))
         olga = await member_store.get_member(gw.store.db, "olga")
         assert olga is not None
         assert olga.status == "active"
         with pytest.raises(ConfigError):  # an active member is not reactivated
-            await members.reactivate_member(gw, "olga", actor=OPERATOR)
+            await members.reactivate_member(gw.store, "olga", actor=OPERATOR)
 
 
 async def test_r5_1_searching_as_a_member_uses_their_grants_scopes(
@@ -48,11 +48,11 @@ async def test_r5_1_searching_as_a_member_uses_their_grants_scopes(
         assert (
             await add_connection(gw, "desk", connector="Helpdesk", url=fixture_http.url, actor=OPERATOR)
         ).status == "active"
-        await members.add_member(gw, "rita", "member", actor=OPERATOR)
+        await members.add_member(gw.store, "rita", "member", actor=OPERATOR)
         await members.create_token(
-            gw, "rita", "mcp:tools mcp:read", actor=OPERATOR
+            gw.store, "rita", "mcp:tools mcp:read", actor=OPERATOR
         )  # no mcp:write: write tools stay hidden
-        owner = await operator_principal(gw)
+        owner = await operator_principal(gw.store)
         as_rita = await search_as(gw, owner, "rita", "add two numbers", 5)
         as_owner = await search_as(gw, owner, owner.member, "add two numbers", 5)
         assert as_rita["scopes"] == ["mcp:read", "mcp:tools"]
@@ -64,9 +64,9 @@ async def test_r5_1_searching_as_a_member_uses_their_grants_scopes(
 async def test_r7_1_a_member_cannot_search_as_someone_else(tmp_path: Path) -> None:
     async with open_gateway(settings_for(tmp_path)) as gw:
         await owner_token(gw)
-        await members.add_member(gw, "max", "member", actor=OPERATOR)
+        await members.add_member(gw.store, "max", "member", actor=OPERATOR)
         with pytest.raises(PermissionRequired):
-            await search_as(gw, await operator_principal(gw, "max"), "owner", "anything")
+            await search_as(gw, await operator_principal(gw.store, "max"), "owner", "anything")
 
 
 def test_r14_1_the_savings_history_is_bounded_whatever_the_traffic() -> None:

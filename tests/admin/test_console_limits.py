@@ -73,7 +73,7 @@ def test_r7_10_the_address_limiter_forgets_idle_addresses_and_stays_bounded() ->
 async def test_r7_10_the_limits_page_lists_adds_and_removes_limits(tmp_path: Path) -> None:
     now = [1_760_000_000.0]
     async with _console(tmp_path, now) as (c, owner):
-        await members.add_member(c.gw, "mia", "member", actor=OPERATOR)
+        await members.add_member(c.gw.store, "mia", "member", actor=OPERATOR)
         http, csrf = await c.signed_in(owner)
         page = await http.get("/admin/limits")
         assert page.status_code == 200
@@ -86,9 +86,9 @@ async def test_r7_10_the_limits_page_lists_adds_and_removes_limits(tmp_path: Pat
         bad = await http.post("/admin/limits/create", data={**form, "per_minute": "-3"})
         assert bad.status_code == 400
         assert "invalid_arguments" in bad.text
-        operator = await members.operator_principal(c.gw)
-        [rule] = await rate_limits.list_limits(c.gw, operator)
+        operator = await members.operator_principal(c.gw.store)
+        [rule] = await rate_limits.list_limits(c.gw.policy, operator)
         assert (rule.member, rule.role, rule.per_minute, rule.per_day) == ("mia", None, 7, None)
         gone = await http.post("/admin/limits/delete", data={"csrf": csrf, "id": rule.id})
         assert gone.status_code == 303
-        assert await rate_limits.list_limits(c.gw, operator) == []
+        assert await rate_limits.list_limits(c.gw.policy, operator) == []

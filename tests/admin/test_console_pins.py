@@ -33,8 +33,8 @@ async def test_r13_4_console_changes_page_shows_the_escaped_diff_and_accepts(tmp
     state.write_text(json.dumps({"tools": [SYNC]}))
     async with open_gateway(settings_for(tmp_path)) as gw:
         owner = await owner_token(gw)
-        await members.add_member(gw, "mia", "member", actor=OPERATOR)
-        _, mia = await members.create_token(gw, "mia", "mcp:tools,mcp:read,mcp:write", actor=OPERATOR)
+        await members.add_member(gw.store, "mia", "member", actor=OPERATOR)
+        _, mia = await members.create_token(gw.store, "mia", "mcp:tools,mcp:read,mcp:write", actor=OPERATOR)
         env = {"FIXTURE_STATE_FILE": str(state)}
         await add_connection(gw, "crm", connector="CRM", command=FIXTURE, env=env, actor=OPERATOR)
         state.write_text(json.dumps({"tools": [{**SYNC, "description": HOSTILE}]}))

@@ -195,7 +195,7 @@ async def test_r7_8_signing_in_again_remaps_the_role_up_and_down_unless_pinned(
         return found.role if found else None
 
     async with live(world, tmp_path) as lv:
-        owner = await members.operator_principal(lv.gw)
+        owner = await members.operator_principal(lv.gw.store)
         await sign_in(world, lv, "bob@example.com")
         assert await role() == "member"
         world.idp.set_groups("bob@example.com", ["staff", "tc-admins"])
@@ -209,10 +209,10 @@ async def test_r7_8_signing_in_again_remaps_the_role_up_and_down_unless_pinned(
             await idp.refresh_member(lv.gw, "bob@example.com")
         assert refused.value.reason == "no_role"
         world.idp.set_groups("bob@example.com", ["staff"])
-        await members.set_role(lv.gw, "bob@example.com", "auditor", owner)  # an admin pins it
+        await members.set_role(lv.gw.store, "bob@example.com", "auditor", owner)  # an admin pins it
         assert (await sign_in(world, lv, "bob@example.com")).status_code == 200
         assert await role() == "auditor"
-        await members.set_role(lv.gw, "bob@example.com", "auditor", owner, pinned=False)
+        await members.set_role(lv.gw.store, "bob@example.com", "auditor", owner, pinned=False)
         await sign_in(world, lv, "bob@example.com")
         assert await role() == "member"
 
@@ -221,17 +221,17 @@ async def test_r7_8_suspended_or_removed_member_is_refused_and_gets_no_grant(
     world: World, tmp_path: Path
 ) -> None:
     async with live(world, tmp_path) as lv:
-        owner = await members.operator_principal(lv.gw)
+        owner = await members.operator_principal(lv.gw.store)
         await sign_in(world, lv, "bob@example.com")
         assert (await idp.refresh_member(lv.gw, "bob@example.com")).role == "member"  # at a refresh
-        await members.suspend_member(lv.gw, "bob@example.com", owner)
+        await members.suspend_member(lv.gw.store, "bob@example.com", owner)
         with pytest.raises(SignInRefused) as refused:
             await idp.refresh_member(lv.gw, "bob@example.com")
         assert (refused.value.error, refused.value.reason) == ("access_denied", "member_suspended")
         page = await sign_in(world, lv, "bob@example.com")
         assert page.status_code == 403
         assert error_of(page) == ("access_denied", "member_suspended")
-        await members.remove_member(lv.gw, "bob@example.com", owner)
+        await members.remove_member(lv.gw.store, "bob@example.com", owner)
         page = await sign_in(world, lv, "bob@example.com")
         assert error_of(page) == ("access_denied", "member_removed")
         assert len(await grants_of(lv.gw, "bob@example.com")) == 1  # the first sign-in's, revoked

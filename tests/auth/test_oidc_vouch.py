@@ -149,8 +149,8 @@ async def test_r7_8_a_role_an_admin_pinned_survives_the_providers_groups_at_refr
     async with live(world, tmp_path, signin_per_minute=10_000) as lv, browser() as http:
         client = Client(lv, http)
         await client.grant(world, BOB)
-        owner = await members.operator_principal(lv.gw)
-        await members.set_role(lv.gw, BOB, "admin", owner)  # pinned
+        owner = await members.operator_principal(lv.gw.store)
+        await members.set_role(lv.gw.store, BOB, "admin", owner)  # pinned
         world.idp.set_groups(BOB, [])
         assert (await client.refresh()).status_code == 200
         assert await role_of(lv, BOB) == "admin"

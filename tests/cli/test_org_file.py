@@ -72,7 +72,7 @@ def _with_gateway(db_url: str, work: Callable[[Gateway, Principal], Awaitable[T]
     async def main() -> T:
         settings = Settings(database_url=db_url, semantic=False)
         async with open_gateway(settings, follow_changes=False) as gw:
-            return await work(gw, await members.operator_principal(gw))
+            return await work(gw, await members.operator_principal(gw.store))
 
     return anyio.run(main)
 
@@ -85,14 +85,16 @@ def _lists(db_url: str) -> dict[str, Any]:
             "connections": [
                 connections.connection_view(r) for r in await connections.list_connections(gw, op)
             ],
-            "members": [members.member_view(m) for m in await members.list_members(gw, op)],
-            "restrictions": [restrictions.rule_view(r) for r in await restrictions.list_restrictions(gw, op)],
+            "members": [members.member_view(m) for m in await members.list_members(gw.store, op)],
+            "restrictions": [
+                restrictions.rule_view(r) for r in await restrictions.list_restrictions(gw.policy, op)
+            ],
             "frozen": await restrictions.list_frozen(gw, op),
-            "approvals": [approvals.rule_view(r) for r in await approvals.list_approval_rules(gw, op)],
-            "limits": [rate_limits.limit_view(r) for r in await rate_limits.list_limits(gw, op)],
+            "approvals": [approvals.rule_view(r) for r in await approvals.list_approval_rules(gw.policy, op)],
+            "limits": [rate_limits.limit_view(r) for r in await rate_limits.list_limits(gw.policy, op)],
             "classifications": [
                 {"account": a, "tool": t, "risk": r}
-                for (a, t), r in (await restrictions.list_classifications(gw, op)).items()
+                for (a, t), r in (await restrictions.list_classifications(gw.policy, op)).items()
             ],
         }
         return {
@@ -145,7 +147,8 @@ def test_26_each_applied_change_is_an_administrative_audit_row_naming_the_operat
 
     db_url, _ = applied
     rows = _with_gateway(
-        db_url, lambda gw, op: search_audit(gw, op, AuditFilter(operation="org_apply:create:connection"))
+        db_url,
+        lambda gw, op: search_audit(gw.store, op, AuditFilter(operation="org_apply:create:connection")),
     )
     assert [(r["kind"], r["member"], r["account"], r["outcome"]) for r in rows] == [
         ("admin", "owner", "desk", "ok")
@@ -235,8 +238,8 @@ def _with_gateway_new(db_url: str, work: Callable[[Gateway, Principal], Awaitabl
 
     async def main() -> T:
         async with open_gateway(Settings(database_url=db_url, semantic=False), follow_changes=False) as gw:
-            await members.init_owner(gw, "owner")
-            return await work(gw, await members.operator_principal(gw))
+            await members.init_owner(gw.store, "owner")
+            return await work(gw, await members.operator_principal(gw.store))
 
     return anyio.run(main)
 
@@ -399,14 +402,14 @@ def test_26_apply_on_a_database_without_owner_makes_the_files_owner_the_operator
         async with open_gateway(settings, follow_changes=False) as gw:
             with pytest.raises(ConfigError, match="no owner yet"):
                 await principal_for_file(
-                    gw, "members: [{name: ann, role: member}]", "o.yaml", create_owner=True
+                    gw.store, "members: [{name: ann, role: member}]", "o.yaml", create_owner=True
                 )
             planner = await principal_for_file(
-                gw, "members: [{name: root, role: owner}]", "o.yaml", create_owner=False
+                gw.store, "members: [{name: root, role: owner}]", "o.yaml", create_owner=False
             )
-            assert await members.list_members(gw, planner) == []  # planning creates nobody
+            assert await members.list_members(gw.store, planner) == []  # planning creates nobody
             actor = await principal_for_file(
-                gw, "members: [{name: root, role: owner}]", "o.yaml", create_owner=True
+                gw.store, "members: [{name: root, role: owner}]", "o.yaml", create_owner=True
             )
             return actor.member, actor.role
 
@@ -432,11 +435,11 @@ def test_26_r15_2_a_running_replica_sees_what_a_file_applied_on_postgresql(postg
 
     async def main() -> None:
         async with open_gateway(settings, follow_changes=False) as applier:
-            await members.init_owner(applier, "owner")
+            await members.init_owner(applier.store, "owner")
             async with open_gateway(settings) as replica:
                 assert (await replica.policy.current()).rules == ()  # held for the policy cache time
                 await apply_file(
-                    applier, await members.operator_principal(applier), ORG, "org.yaml", environ=ENV
+                    applier, await members.operator_principal(applier.store), ORG, "org.yaml", environ=ENV
                 )
                 with anyio.fail_after(30):
                     while "desk" not in replica.catalog.tools or not (await replica.policy.current()).rules:  # noqa: ASYNC110 - the replica offers no event, bounded

@@ -140,7 +140,7 @@ def _with_gateway(db_url: str, work: Callable[[Gateway, Principal], Awaitable[T]
     async def main() -> T:
         settings = Settings(database_url=db_url, semantic=False)
         async with open_gateway(settings, follow_changes=False) as gw:
-            return await work(gw, await members.operator_principal(gw))
+            return await work(gw, await members.operator_principal(gw.store))
 
     return anyio.run(main)
 
@@ -288,13 +288,19 @@ def test_r13_8_frozen_set_on_a_connection_without_tools_answers_waiting(tmp_path
 async def test_r13_8_the_console_pages_show_what_waits_for_its_tool(tmp_path: Path) -> None:
     async with open_test_gateway(settings_for(tmp_path)) as gw:
         token = await owner_token(gw)
-        op = await members.operator_principal(gw)
+        op = await members.operator_principal(gw.store)
         url = f"http://127.0.0.1:{free_port()}/mcp"  # nothing listens there
         row = await connections.add_connection(gw, "crm", connector="CRM", url=url, actor=op)
         assert row.status == "error"
         await restrictions.set_frozen(gw, op, "crm", "create_contact", "region", "eu")
         await restrictions.add_restriction(
-            gw, effect="block", target_kind="role", target="member", account="crm", tool="purge_all", actor=op
+            gw.store,
+            effect="block",
+            target_kind="role",
+            target="member",
+            account="crm",
+            tool="purge_all",
+            actor=op,
         )
         async with console(gw) as c:
             http, _ = await c.signed_in(token)

@@ -43,7 +43,7 @@ async def open_gateway(
 
 
 async def owner_token(gw: Gateway) -> str:
-    _, token = await members.init_owner(gw, "owner")
+    _, token = await members.init_owner(gw.store, "owner")
     return token
 
 

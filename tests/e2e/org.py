@@ -39,9 +39,9 @@ class Org:
     async def token(self, name: str, role: str = "member", scopes: str = ALL_SCOPES) -> str:
         """A fresh personal access token of ``name`` (created with ``role`` on first use)."""
         if name not in self._members:
-            await members.add_member(self.gw, name, role, actor=OPERATOR)
+            await members.add_member(self.gw.store, name, role, actor=OPERATOR)
             self._members.add(name)
-        _, token = await members.create_token(self.gw, name, scopes, actor=OPERATOR)
+        _, token = await members.create_token(self.gw.store, name, scopes, actor=OPERATOR)
         return token
 
     async def call(self, token: str, name: str, arguments: dict[str, Any] | None = None) -> Any:
@@ -64,10 +64,10 @@ class Org:
             return [t.name for t in (await client.list_tools()).tools]
 
     async def block(self, **rule: Any) -> str:
-        return (await restrictions.add_restriction(self.gw, effect="block", actor=OPERATOR, **rule)).id
+        return (await restrictions.add_restriction(self.gw.store, effect="block", actor=OPERATOR, **rule)).id
 
     async def allow(self, **rule: Any) -> str:
-        return (await restrictions.add_restriction(self.gw, effect="allow", actor=OPERATOR, **rule)).id
+        return (await restrictions.add_restriction(self.gw.store, effect="allow", actor=OPERATOR, **rule)).id
 
 
 @asynccontextmanager

@@ -174,7 +174,7 @@ async def test_r13_5_deny_private_turned_on_stops_a_loopback_upstream_at_its_nex
     before = len(guard.connects)
     denied = settings.model_copy(update={"deny_private_addresses": True})
     async with open_gateway(denied) as gw:
-        owner = await members.operator_principal(gw)
+        owner = await members.operator_principal(gw.store)
         row = await refresh_connection(gw, "desk", owner)
         assert row.status == "error"
         assert row.reason is not None

@@ -26,8 +26,8 @@ PURGE = "desk__purge_records"
 
 
 async def _member(served: Served, name: str = "mia", role: str = "member") -> str:
-    await members.add_member(served.gw, name, role, actor=OPERATOR)
-    return (await members.create_token(served.gw, name, ALL_SCOPES, actor=OPERATOR))[1]
+    await members.add_member(served.gw.store, name, role, actor=OPERATOR)
+    return (await members.create_token(served.gw.store, name, ALL_SCOPES, actor=OPERATOR))[1]
 
 
 async def _require_destructive(served: Served) -> None:

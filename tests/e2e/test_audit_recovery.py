@@ -38,7 +38,7 @@ async def test_r11_1_another_process_starting_leaves_a_live_call_pending(tmp_pat
             command=[PYTHON, "-m", "tests.fixtures.fixture_server"],
             actor=OPERATOR,
         )
-        principal = await operator_principal(serving, None)
+        principal = await operator_principal(serving.store, None)
         async with anyio.create_task_group() as tg:
             call = {"tool": "desk__slow_operation", "arguments": {"seconds": 2}}
             tg.start_soon(lambda: execute_tool(serving, principal, **call))

@@ -70,8 +70,8 @@ def file_bytes(path: Path) -> bytes:
 
 
 async def member_token(gw: Gateway, name: str, role: str = "member", scopes: str = MEMBER_SCOPES) -> str:
-    await add_member(gw, name, role, actor=OPERATOR)
-    _, token = await create_token(gw, name, scopes, actor=OPERATOR)
+    await add_member(gw.store, name, role, actor=OPERATOR)
+    _, token = await create_token(gw.store, name, scopes, actor=OPERATOR)
     return token
 
 
@@ -135,7 +135,12 @@ async def _prepare_load(tmp_path: Path, fixture_url: str) -> tuple[list[str], st
         await add_connection(gw, "desk-a", connector="Helpdesk", command=FIXTURE_SERVER, actor=OPERATOR)
         await add_connection(gw, "desk-b", connector="Helpdesk", url=fixture_url, actor=OPERATOR)
         await add_restriction(
-            gw, effect="block", target_kind="role", target="member", tool="reveal_config", actor=OPERATOR
+            gw.store,
+            effect="block",
+            target_kind="role",
+            target="member",
+            tool="reveal_config",
+            actor=OPERATOR,
         )
         return [await member_token(gw, f"load-{i:02d}") for i in range(CLIENTS)], owner
 
@@ -375,7 +380,12 @@ async def test_r12_1_r12_3_big_results_are_capped_stored_and_paged_for_their_mem
             assert len(result_rows(db_path(gw))) == 5
 
             await add_restriction(
-                gw, effect="block", target_kind="role", target="member", tool="big_result", actor=OPERATOR
+                gw.store,
+                effect="block",
+                target_kind="role",
+                target="member",
+                tool="big_result",
+                actor=OPERATOR,
             )
             now[0] += gw.settings.policy_cache_seconds + 1  # the policy cache time has passed
             for result_id in stored.values():

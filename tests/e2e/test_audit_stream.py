@@ -74,7 +74,7 @@ async def outbox_rows(gw: Gateway) -> int:
 
 
 async def calls(gw: Gateway, n: int, first: int = 0) -> None:
-    principal = await operator_principal(gw, None)
+    principal = await operator_principal(gw.store, None)
     for i in range(first, first + n):
         await execute_tool(gw, principal, tool="desk__delete_ticket", arguments={"ticket_id": f"T-{i}"})
 

@@ -93,8 +93,8 @@ async def test_r5_10_handle_expires_after_10_minutes(tmp_path: Path) -> None:
 async def test_r5_10_another_members_handle_is_not_found(tmp_path: Path) -> None:
     async with open_gateway(settings_for(tmp_path)) as gw:
         owner = await owner_token(gw)
-        await members.add_member(gw, "bea", "member", actor=OPERATOR)
-        _, bea = await members.create_token(gw, "bea", "mcp:tools,mcp:read,mcp:write", actor=OPERATOR)
+        await members.add_member(gw.store, "bea", "member", actor=OPERATOR)
+        _, bea = await members.create_token(gw.store, "bea", "mcp:tools,mcp:read,mcp:write", actor=OPERATOR)
         await _desk(gw)
         async with serve(gw) as base:
             async with connect(base, owner) as client:

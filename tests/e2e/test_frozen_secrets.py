@@ -239,7 +239,7 @@ async def test_r9_2_a_secret_value_failing_the_schema_is_not_quoted_in_invalid_a
     tmp_path: Path, fixture_http: Process
 ) -> None:
     async with organization(tmp_path, fixture_http) as org:
-        operator = await members.operator_principal(org.gw)
+        operator = await members.operator_principal(org.gw.store)
         await restrictions.set_frozen(org.gw, operator, "desk", "add_numbers", "a", API_KEY, secret=True)
         mia = await org.token("mia")
         refused = gateway_payload(await org.execute(mia, "desk__add_numbers", {"b": 1}))["error"]
@@ -256,7 +256,7 @@ async def test_r9_2_an_approval_shows_a_secret_value_redacted_to_the_member_and_
     tmp_path: Path, fixture_http: Process
 ) -> None:
     async with organization(tmp_path, fixture_http) as org:
-        operator = await members.operator_principal(org.gw)
+        operator = await members.operator_principal(org.gw.store)
         await approvals.set_approval_rule(org.gw, "write", actor=operator)
         await restrictions.set_frozen(
             org.gw, operator, "desk", "echo_message", "message", API_KEY, secret=True
@@ -277,7 +277,7 @@ async def test_r9_2_the_console_freezes_a_value_as_secret_and_shows_it_only_as_s
         form = {"csrf": csrf, "tool": "desk__echo_message", "param": "message", "value": json.dumps(API_KEY)}
         posted = await http.post("/admin/frozen/set", data={**form, "secret": "yes"})
         assert posted.status_code == 303
-        operator = await members.operator_principal(org.gw)
+        operator = await members.operator_principal(org.gw.store)
         listed = await restrictions.list_frozen(org.gw, operator)
         assert [(r["param"], r["secret"]) for r in listed] == [("message", True)]
         page = await http.get("/admin/frozen")

@@ -232,11 +232,11 @@ async def test_r7_6_revoked_token_suspended_and_removed_member_fail_on_the_very_
         revoked = await org.token("rex")
         suspended = await org.token("sue")
         removed = await org.token("rem")
-        grant_id = next(g.id for g in await members.list_tokens(org.gw, "rex", actor=OPERATOR))
+        grant_id = next(g.id for g in await members.list_tokens(org.gw.store, "rex", actor=OPERATOR))
         cuts: list[tuple[str, Callable[[], Any]]] = [
-            (revoked, lambda: members.revoke_token(org.gw, grant_id, actor=OPERATOR)),
-            (suspended, lambda: members.suspend_member(org.gw, "sue", actor=OPERATOR)),
-            (removed, lambda: members.remove_member(org.gw, "rem", actor=OPERATOR)),
+            (revoked, lambda: members.revoke_token(org.gw.store, grant_id, actor=OPERATOR)),
+            (suspended, lambda: members.suspend_member(org.gw.store, "sue", actor=OPERATOR)),
+            (removed, lambda: members.remove_member(org.gw.store, "rem", actor=OPERATOR)),
         ]
         for token, cut in cuts:
             before = await rpc(org.base, token, "tools/call", add_call())
@@ -263,8 +263,8 @@ async def test_r7_6_revocation_reaches_an_open_client_session_on_its_next_call(
         http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60, event_hooks=hooks)
         async with http, Client(streamable_http_client(org.base + "/mcp", http_client=http)) as client:
             assert not (await client.call_tool(**add_call())).is_error
-            grant_id = next(g.id for g in await members.list_tokens(org.gw, "rex", actor=OPERATOR))
-            await members.revoke_token(org.gw, grant_id, actor=OPERATOR)
+            grant_id = next(g.id for g in await members.list_tokens(org.gw.store, "rex", actor=OPERATOR))
+            await members.revoke_token(org.gw.store, grant_id, actor=OPERATOR)
             statuses.clear()
             with pytest.raises(MCPError):
                 await client.call_tool(**add_call())
@@ -294,7 +294,7 @@ async def test_r7_6_new_restriction_holds_once_the_policy_cache_time_has_passed(
         clock.now += 31
         assert error_code(await org.execute(mia, *echo)) == "restricted"
         assert "desk__echo_message" in (await org.search(mia, "echo a message back"))["restricted"]
-        await restrictions.remove_restriction(org.gw, rule, actor=OPERATOR)
+        await restrictions.remove_restriction(org.gw.store, rule, actor=OPERATOR)
         clock.now += 61
         assert not (await org.execute(mia, *echo)).is_error
 

@@ -45,9 +45,9 @@ class World:
 
     async def admin(self, name: str, hours: float | None = None) -> tuple[str, str]:
         """An admin and their personal token (its grant id, the token)."""
-        await members.add_member(self.gw, name, "admin", actor=OPERATOR)
+        await members.add_member(self.gw.store, name, "admin", actor=OPERATOR)
         days = hours / 24 if hours is not None else None
-        row, token = await members.create_token(self.gw, name, ALL, days, actor=OPERATOR)
+        row, token = await members.create_token(self.gw.store, name, ALL, days, actor=OPERATOR)
         return row.id, token
 
     async def code(self, person: Person, client_id: str, **params: str) -> tuple[str, str]:
@@ -121,7 +121,7 @@ async def test_r7_11_revoking_the_personal_token_ends_the_oauth_grant_made_throu
         assert (await rpc(w.base, issued["access_token"], "tools/list", {})).status_code == 200
         # revoked through another replica on the same database: seen by this one on the next call
         async with open_gateway(w.gw.settings) as other:
-            await grant_faces.revoke_grant(other, OPERATOR, pat_id)
+            await grant_faces.revoke_grant(other.store, OPERATOR, pat_id)
         assert (await rpc(w.base, issued["access_token"], "tools/list", {})).status_code == 401
         refused = await w.refresh(client_id, issued["refresh_token"])
         assert refused.status_code == 400
@@ -166,7 +166,7 @@ async def test_r7_11_revoking_the_sign_in_session_revokes_the_oauth_grant_made_a
         client_id, issued = await w.consented(pat)
         session_id = (await w.rows("ada"))["session"].id
         me = await w.gw.bearers.authenticate(pat)
-        await grant_faces.revoke_grant(w.gw, me, session_id)
+        await grant_faces.revoke_grant(w.gw.store, me, session_id)
         assert (await rpc(w.base, issued["access_token"], "tools/list", {})).status_code == 401
         refused = await w.refresh(client_id, issued["refresh_token"])
         assert refused.json()["error"] == "invalid_grant"
@@ -202,7 +202,7 @@ async def test_r7_11_a_code_whose_sign_in_ended_before_the_exchange_makes_no_gra
         client = await register(w.http, w.base)
         async with Person(w.base, pat) as person:
             code, verifier = await w.code(person, client["client_id"])
-        await members.revoke_token(w.gw, pat_id, OPERATOR)
+        await members.revoke_token(w.gw.store, pat_id, OPERATOR)
         refused = await w.exchange(client["client_id"], code, verifier)
         assert refused.status_code == 400
         assert refused.json()["error"] == "invalid_grant"
@@ -212,10 +212,12 @@ async def test_r7_11_a_code_whose_sign_in_ended_before_the_exchange_makes_no_gra
 async def test_r7_11_a_personal_token_created_through_an_admins_token_ends_with_it(tmp_path: Path) -> None:
     async with world(tmp_path) as w:
         pat_id, pat = await w.admin("ada")
-        await members.add_member(w.gw, "bob", "member", actor=OPERATOR)
-        made, bobs = await members.create_token(w.gw, "bob", ALL, actor=await w.gw.bearers.authenticate(pat))
+        await members.add_member(w.gw.store, "bob", "member", actor=OPERATOR)
+        made, bobs = await members.create_token(
+            w.gw.store, "bob", ALL, actor=await w.gw.bearers.authenticate(pat)
+        )
         assert (await rpc(w.base, bobs, "tools/list", {})).status_code == 200
-        await members.revoke_token(w.gw, pat_id, OPERATOR)
+        await members.revoke_token(w.gw.store, pat_id, OPERATOR)
         assert (await rpc(w.base, bobs, "tools/list", {})).status_code == 401
         assert made.parent == pat_id
 
@@ -233,7 +235,7 @@ async def test_r7_11_an_access_token_for_mcp_is_refused_by_the_admin_api_and_the
         # a personal access token keeps working on every face
         assert await w.api(pat) == 200
         assert await w.console_sign_in(pat) == 303
-        listed = await grant_faces.list_grants(w.gw, OPERATOR, "ada")
+        listed = await grant_faces.list_grants(w.gw.store, OPERATOR, "ada")
         assert {g["kind"]: g.get("resource") for g in listed}["oauth"] == "/mcp"
 
 
@@ -278,7 +280,7 @@ async def test_r7_11_suspending_or_removing_a_member_forgets_their_identity_prov
 
     async with world(tmp_path) as w:
         for name, end in (("ada", members.suspend_member), ("bob", members.remove_member)):
-            await members.add_member(w.gw, name, "member", actor=OPERATOR)
+            await members.add_member(w.gw.store, name, "member", actor=OPERATOR)
             await idp_vouches.put_sign_in(
                 w.gw.store.db,
                 member=name,
@@ -287,5 +289,5 @@ async def test_r7_11_suspending_or_removing_a_member_forgets_their_identity_prov
                 refresh_sealed="x",
                 now=1.0,
             )
-            await end(w.gw, name, OPERATOR)
+            await end(w.gw.store, name, OPERATOR)
             assert await idp_vouches.get_vouch(w.gw.store.db, name) is None

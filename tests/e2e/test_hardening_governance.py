@@ -60,7 +60,7 @@ async def cli_list(org: Org) -> Any:
 
 async def owner_grant_id(org: Org) -> str:
     return next(
-        g.id for g in await members.list_tokens(org.gw, "owner", actor=OPERATOR) if g.revoked_at is None
+        g.id for g in await members.list_tokens(org.gw.store, "owner", actor=OPERATOR) if g.revoked_at is None
     )
 
 
@@ -69,13 +69,13 @@ async def owner_grant_id(org: Org) -> str:
 
 async def test_r7_1_admin_cannot_mint_an_owner_grant_on_any_face(org: Org) -> None:
     admin = await org.token("ada", "admin", ALL_SCOPES)
-    before = await members.list_tokens(org.gw, "owner", actor=OPERATOR)
+    before = await members.list_tokens(org.gw.store, "owner", actor=OPERATOR)
     error = error_of(await org.call(admin, PREFIX + "grants__create", {"member": "owner"}))
     assert (error["code"], error["permission"]) == ("permission_required", "owners:write")
     answer = await rest(org, admin, "grants__create", {"member": "owner"})
     assert answer.status_code == 403
     assert answer.json()["error"]["permission"] == "owners:write"
-    assert await members.list_tokens(org.gw, "owner", actor=OPERATOR) == before  # nothing was minted
+    assert await members.list_tokens(org.gw.store, "owner", actor=OPERATOR) == before  # nothing was minted
     minted = await org.control(org.owner, "grants__create", {"member": "owner", "scopes": "mcp:read"})
     assert minted["token"]  # the owner still can
 
@@ -92,7 +92,7 @@ async def test_r7_1_admin_cannot_revoke_an_owner_grant(org: Org) -> None:
     assert await org.control(org.owner, "members__list")  # the owner's token still works
     own = await org.token("ada", "admin", ALL_SCOPES)
     own_id = next(
-        g.id for g in await members.list_tokens(org.gw, "ada", actor=OPERATOR) if g.revoked_at is None
+        g.id for g in await members.list_tokens(org.gw.store, "ada", actor=OPERATOR) if g.revoked_at is None
     )
     assert await org.control(own, "grants__revoke", {"id": own_id}) == {"revoked": own_id}
 
@@ -128,7 +128,7 @@ async def test_r7_3_a_grant_mints_only_grants_within_its_own_scopes(org: Org) ->
         assert (error["code"], error["scope"]) == ("scope_required", "mcp:destructive")
     answer = await rest(org, writer, "grants__create", {"member": "wes", "scopes": "mcp:tools"})
     assert (answer.status_code, answer.json()["error"]["scope"]) == (403, "mcp:tools")
-    held = {frozenset(g.scopes) for g in await members.list_tokens(org.gw, "wes", actor=OPERATOR)}
+    held = {frozenset(g.scopes) for g in await members.list_tokens(org.gw.store, "wes", actor=OPERATOR)}
     assert held == {frozenset({"mcp:read", "mcp:write"})}
     narrower = await org.control(writer, "grants__create", {"member": "wes", "scopes": "mcp:read"})
     assert narrower["token"]
@@ -137,7 +137,7 @@ async def test_r7_3_a_grant_mints_only_grants_within_its_own_scopes(org: Org) ->
 async def test_r7_5_a_grant_mints_no_grant_that_outlives_it(org: Org) -> None:
     await org.token("eve", "admin", "mcp:read")
     grant, token = await members.create_token(
-        org.gw, "eve", "mcp:read mcp:write", expires_days=1, actor=OPERATOR
+        org.gw.store, "eve", "mcp:read mcp:write", expires_days=1, actor=OPERATOR
     )
     minted = await org.control(token, "grants__create", {"member": "eve", "scopes": "mcp:read"})
     stored = await member_store.get_grant(org.gw.store.db, minted["id"])
@@ -145,10 +145,10 @@ async def test_r7_5_a_grant_mints_no_grant_that_outlives_it(org: Org) -> None:
     assert stored.expires_at == grant.expires_at  # no expiry asked: it ends with its creator
     actor = await org.gw.bearers.authenticate(token)
     with pytest.raises(InvalidArguments) as refused:
-        await members.create_token(org.gw, "eve", "mcp:read", expires_days=30, actor=actor)
+        await members.create_token(org.gw.store, "eve", "mcp:read", expires_days=30, actor=actor)
     assert [e["pointer"] for e in refused.value.errors] == ["/expires_days"]
     assert (
-        len(await members.list_tokens(org.gw, "eve", actor=OPERATOR)) == 3
+        len(await members.list_tokens(org.gw.store, "eve", actor=OPERATOR)) == 3
     )  # the refused one was not stored
 
 

@@ -30,7 +30,7 @@ async def test_r13_2_a_result_over_the_message_limit_is_too_large_and_the_connec
         await owner_token(gw)
         row = await add_connection(gw, "desk", connector="Helpdesk", command=FIXTURE_SERVER, actor=OPERATOR)
         assert row.status == "active", row.reason
-        principal = await operator_principal(gw, None)
+        principal = await operator_principal(gw.store, None)
         with pytest.raises(TooLarge) as refused:
             await execute_tool(gw, principal, tool="desk__sized_result", arguments={"size": 5 * MiB})
         assert refused.value.code == "too_large"

@@ -87,7 +87,7 @@ async def test_r7_5_valid_jwt_of_a_member_lists_tools_and_runs_a_read_tool(
     tmp_path: Path, fixture_http: Process, oauth_env: Issuer
 ) -> None:
     async with organization(tmp_path, fixture_http) as org:
-        await members.add_member(org.gw, "mia", "member", actor=OPERATOR)
+        await members.add_member(org.gw.store, "mia", "member", actor=OPERATOR)
         token = oauth_env.mint("mia")
         listed = await org.listed(token)
         assert listed[:2] == ["search_tools", "execute_tool"]
@@ -112,7 +112,7 @@ async def test_r7_5_refused_jwt_is_401_with_www_authenticate_and_the_reason(
     tmp_path: Path, fixture_http: Process, oauth_env: Issuer, claims: dict[str, Any], reason: str
 ) -> None:
     async with organization(tmp_path, fixture_http) as org:
-        await members.add_member(org.gw, "mia", "member", actor=OPERATOR)
+        await members.add_member(org.gw.store, "mia", "member", actor=OPERATOR)
         other = rsa.generate_private_key(public_exponent=65537, key_size=2048)
         key = other if claims.pop("signed_by_another_key", False) else None
         token = oauth_env.mint("mia", key=key, **claims)
@@ -130,11 +130,11 @@ async def test_r7_5_jwt_of_someone_who_is_not_an_active_member_is_401(
     tmp_path: Path, fixture_http: Process, oauth_env: Issuer
 ) -> None:
     async with organization(tmp_path, fixture_http) as org:
-        await members.add_member(org.gw, "sue", "member", actor=OPERATOR)
+        await members.add_member(org.gw.store, "sue", "member", actor=OPERATOR)
         assert (await rpc(org.base, oauth_env.mint("nobody"), "tools/list", {})).status_code == 401
         token = oauth_env.mint("sue")
         assert (await rpc(org.base, token, "tools/list", {})).status_code == 200
-        await members.suspend_member(org.gw, "sue", actor=OPERATOR)
+        await members.suspend_member(org.gw.store, "sue", actor=OPERATOR)
         assert (await rpc(org.base, token, "tools/list", {})).status_code == 401
 
 
@@ -150,7 +150,7 @@ async def test_r7_5_grants_are_never_passed_through_to_the_upstream(
             headers={"X-Api-Key": "conn-key-0123456789"},
             actor=OPERATOR,
         )
-        await members.add_member(org.gw, "mia", "member", actor=OPERATOR)
+        await members.add_member(org.gw.store, "mia", "member", actor=OPERATOR)
         jwt_token = oauth_env.mint("mia")
         pat = await org.token("bo")
         for token in (jwt_token, pat, org.owner):

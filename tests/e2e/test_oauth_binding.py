@@ -63,8 +63,8 @@ async def world(tmp_path: Path) -> AsyncIterator[World]:
     ):
         tokens = []
         for name, role in (("ada", "admin"), ("mia", "member")):
-            await members.add_member(gw, name, role, actor=OPERATOR)
-            tokens.append((await members.create_token(gw, name, ALL_SCOPES, actor=OPERATOR))[1])
+            await members.add_member(gw.store, name, role, actor=OPERATOR)
+            tokens.append((await members.create_token(gw.store, name, ALL_SCOPES, actor=OPERATOR))[1])
         yield World(gw, base, upstream, await owner_token(gw), *tokens)
 
 
@@ -132,7 +132,7 @@ async def test_r13_6_a_member_cannot_bind_the_organizations_connection_to_their_
             assert at_provider.status_code == 302
             refused = await attacker.get(at_provider.headers["location"])
         assert refused.status_code == 403
-        owner = await operator_principal(w.gw)
+        owner = await operator_principal(w.gw.store)
         assert (await connections.get_connection(w.gw, "notes", owner)).status == "pending"
         assert w.upstream.grants == []  # the attacker's code was never exchanged
         async with w.gw.store.db.read() as conn:
@@ -154,7 +154,7 @@ async def test_r13_6_the_start_link_works_once_and_never_for_another_signed_in_m
     tmp_path: Path,
 ) -> None:
     async with world(tmp_path) as w:
-        owner = await operator_principal(w.gw)
+        owner = await operator_principal(w.gw.store)
         row = await connections.add_connection(
             w.gw, "notes", connector="Notes", url=w.upstream.mcp_url, oauth=True, actor=owner
         )
@@ -188,7 +188,7 @@ async def test_r13_6_each_admin_who_refreshes_gets_a_link_of_their_own_and_the_o
     tmp_path: Path,
 ) -> None:
     async with world(tmp_path) as w:
-        owner = await operator_principal(w.gw)
+        owner = await operator_principal(w.gw.store)
         first = await connections.add_connection(
             w.gw, "notes", connector="Notes", url=w.upstream.mcp_url, oauth=True, actor=owner
         )
@@ -207,7 +207,7 @@ async def test_r13_6_each_admin_who_refreshes_gets_a_link_of_their_own_and_the_o
 
 async def test_r13_6_a_members_own_grant_link_goes_to_that_member_alone(tmp_path: Path) -> None:
     async with world(tmp_path) as w:
-        owner = await operator_principal(w.gw)
+        owner = await operator_principal(w.gw.store)
         row = await connections.add_connection(
             w.gw,
             "desk",
@@ -247,7 +247,7 @@ async def test_r13_6_in_a_real_browser_the_starter_confirms_and_the_provider_sen
     tmp_path: Path,
 ) -> None:
     async with world(tmp_path) as w:
-        owner = await operator_principal(w.gw)
+        owner = await operator_principal(w.gw.store)
         row = await connections.add_connection(
             w.gw, "notes", connector="Notes", url=w.upstream.mcp_url, oauth=True, actor=owner
         )
@@ -267,7 +267,7 @@ async def test_r13_6_the_callback_without_the_confirming_browser_is_refused_even
     tmp_path: Path,
 ) -> None:
     async with world(tmp_path) as w:
-        owner = await operator_principal(w.gw)
+        owner = await operator_principal(w.gw.store)
         row = await connections.add_connection(
             w.gw, "notes", connector="Notes", url=w.upstream.mcp_url, oauth=True, actor=owner
         )

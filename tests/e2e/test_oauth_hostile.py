@@ -57,10 +57,10 @@ class World:
     http: httpx2.AsyncClient
 
     async def member(self, name: str, role: str = "member") -> str:
-        await members.add_member(self.gw, name, role, actor=OPERATOR)
+        await members.add_member(self.gw.store, name, role, actor=OPERATOR)
         return (
             await members.create_token(
-                self.gw, name, "mcp:tools mcp:read mcp:write mcp:destructive", actor=OPERATOR
+                self.gw.store, name, "mcp:tools mcp:read mcp:write mcp:destructive", actor=OPERATOR
             )
         )[1]
 
@@ -419,8 +419,8 @@ async def test_r7_7_housekeeping_forgets_unused_clients_and_expired_codes_but_ke
             idle = await register(http, base)
             used = await register(http, base)
             verifier, challenge = pkce()
-            await members.add_member(gw, "hana", "member", actor=OPERATOR)
-            _, pat = await members.create_token(gw, "hana", "mcp:tools mcp:read", actor=OPERATOR)
+            await members.add_member(gw.store, "hana", "member", actor=OPERATOR)
+            _, pat = await members.create_token(gw.store, "hana", "mcp:tools mcp:read", actor=OPERATOR)
             async with Person(base, pat) as person:
                 back = await person.authorize(authorize_url(base, used["client_id"], challenge))
             code = query_of(back.headers["location"])["code"]
@@ -440,8 +440,8 @@ async def test_r7_7_housekeeping_forgets_unused_clients_and_expired_codes_but_ke
 async def test_r7_9_a_narrow_personal_token_cannot_sign_in_a_wider_grant(world: World) -> None:
     client = await register(world.http, world.base)
     verifier, challenge = pkce()
-    await members.add_member(world.gw, "nick", "member", actor=OPERATOR)
-    _, narrow = await members.create_token(world.gw, "nick", "mcp:tools mcp:read", actor=OPERATOR)
+    await members.add_member(world.gw.store, "nick", "member", actor=OPERATOR)
+    _, narrow = await members.create_token(world.gw.store, "nick", "mcp:tools mcp:read", actor=OPERATOR)
     async with Person(
         world.base, narrow, scopes=["mcp:tools", "mcp:read", "mcp:write", "mcp:destructive"]
     ) as person:

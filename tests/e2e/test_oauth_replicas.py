@@ -31,8 +31,8 @@ async def test_r7_7_a_grant_issued_by_one_process_is_used_refreshed_and_revoked_
     settings = settings_for(tmp_path, semantic=False)
     async with open_gateway(settings) as gw, serve(gw) as first, httpx2.AsyncClient(timeout=30) as http:
         await owner_token(gw)
-        await members.add_member(gw, "rosa", "member", actor=OPERATOR)
-        _, pat = await members.create_token(gw, "rosa", "mcp:tools mcp:read", actor=OPERATOR)
+        await members.add_member(gw.store, "rosa", "member", actor=OPERATOR)
+        _, pat = await members.create_token(gw.store, "rosa", "mcp:tools mcp:read", actor=OPERATOR)
         client = await register(http, first)
         verifier, challenge = pkce()
         async with Person(first, pat) as person:

@@ -140,9 +140,9 @@ async def test_r7_9_a_suspended_members_grant_stops_on_its_next_call_refresh_inc
         assert storage.tokens is not None
         assert storage.client is not None
         assert (await rpc(o.base, storage.tokens.access_token, "tools/list", {})).status_code == 200
-        await members.suspend_member(o.gw, "alice", await members.operator_principal(o.gw))
+        await members.suspend_member(o.gw.store, "alice", await members.operator_principal(o.gw.store))
         assert (await rpc(o.base, storage.tokens.access_token, "tools/list", {})).status_code == 401
-        await members.reactivate_member(o.gw, "alice", actor=OPERATOR)
+        await members.reactivate_member(o.gw.store, "alice", actor=OPERATOR)
         # reactivation does not bring revoked grants back: suspension revoked them all
         assert (await rpc(o.base, storage.tokens.access_token, "tools/list", {})).status_code == 401
         again = await token_post(

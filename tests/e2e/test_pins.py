@@ -250,12 +250,12 @@ async def test_r13_4_only_admins_who_reach_the_connection_review_its_changes(tmp
         await upstream.connect(gw)
         upstream.serve(RUG_PULL)
         await refresh_connection(gw, "crm", principal=OPERATOR)
-        await members.add_member(gw, "mia", "member", actor=OPERATOR)
-        _, mia = await members.create_token(gw, "mia", "mcp:tools,mcp:read,mcp:write", actor=OPERATOR)
-        await members.add_member(gw, "ada", "admin", actor=OPERATOR)
-        _, ada = await members.create_token(gw, "ada", "mcp:tools,mcp:read,mcp:write", actor=OPERATOR)
+        await members.add_member(gw.store, "mia", "member", actor=OPERATOR)
+        _, mia = await members.create_token(gw.store, "mia", "mcp:tools,mcp:read,mcp:write", actor=OPERATOR)
+        await members.add_member(gw.store, "ada", "admin", actor=OPERATOR)
+        _, ada = await members.create_token(gw.store, "ada", "mcp:tools,mcp:read,mcp:write", actor=OPERATOR)
         await restrictions.add_restriction(
-            gw, effect="block", target_kind="user", target="ada", account="crm", actor=OPERATOR
+            gw.store, effect="block", target_kind="user", target="ada", account="crm", actor=OPERATOR
         )
         await gw.policy.reload()
         args = {"account": "crm", "tool": "sync_contacts"}

@@ -44,8 +44,8 @@ class Limited:
         return self.calls.read_text().splitlines() if self.calls.exists() else []
 
     async def token(self, name: str, role: str = "member") -> str:
-        await members.add_member(self.gw, name, role, actor=OPERATOR)
-        return (await members.create_token(self.gw, name, ALL_SCOPES, actor=OPERATOR))[1]
+        await members.add_member(self.gw.store, name, role, actor=OPERATOR)
+        return (await members.create_token(self.gw.store, name, ALL_SCOPES, actor=OPERATOR))[1]
 
 
 @asynccontextmanager

@@ -47,8 +47,8 @@ class Replica:
 
 
 async def _token(gw: Gateway, name: str) -> str:
-    await members.add_member(gw, name, "member", actor=OPERATOR)
-    _, token = await members.create_token(gw, name, SCOPES, actor=OPERATOR)
+    await members.add_member(gw.store, name, "member", actor=OPERATOR)
+    _, token = await members.create_token(gw.store, name, SCOPES, actor=OPERATOR)
     return token
 
 

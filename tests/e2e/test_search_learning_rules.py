@@ -64,8 +64,8 @@ async def _gateway(tmp_path: Path, fixture_url: str, **settings: Any) -> AsyncIt
 
 
 async def _member(gw: Gateway, name: str) -> tuple[Principal, str]:
-    await members.add_member(gw, name, "member", actor=OPERATOR)
-    _, token = await members.create_token(gw, name, "mcp:tools mcp:read mcp:write", actor=OPERATOR)
+    await members.add_member(gw.store, name, "member", actor=OPERATOR)
+    _, token = await members.create_token(gw.store, name, "mcp:tools mcp:read mcp:write", actor=OPERATOR)
     return await gw.bearers.authenticate(token), token
 
 
@@ -230,7 +230,7 @@ async def test_r5_12_admins_read_and_forget_examples_on_every_face(
 ) -> None:
     async with _gateway(tmp_path, fixture_http.url) as gw:
         _, owner = await members.create_token(
-            gw, "owner", "mcp:tools mcp:read mcp:write mcp:destructive", actor=OPERATOR
+            gw.store, "owner", "mcp:tools mcp:read mcp:write mcp:destructive", actor=OPERATOR
         )
         ada, ada_token = await _member(gw, "ada")
         bo, _ = await _member(gw, "bo")

@@ -73,8 +73,8 @@ async def test_r5_12_a_learned_sibling_never_takes_the_first_place_of_the_tool_t
             assert row.status == "active", row.reason
         tokens = {}
         for member in ("ada", "bo", "cy", "di"):
-            await members.add_member(gw, member, "member", actor=OPERATOR)
-            tokens[member] = (await members.create_token(gw, member, SCOPES, actor=OPERATOR))[1]
+            await members.add_member(gw.store, member, "member", actor=OPERATOR)
+            tokens[member] = (await members.create_token(gw.store, member, SCOPES, actor=OPERATOR))[1]
         assert gw.meaning.up, gw.meaning.reason
         cold = [c["name"] for c in await _search(base, tokens["di"], "what is on my calendar tomorrow")]
         assert cold[:1] == [LIST], cold

@@ -128,7 +128,7 @@ async def test_r7_7_an_oauth_only_client_signs_a_person_in_at_the_idp_and_search
         assert storage.tokens is not None
         access = storage.tokens.access_token
         assert (await rpc(world.base, access, "tools/list", {})).status_code == 200
-        await members.suspend_member(gw, "bob@example.com", OPERATOR)
+        await members.suspend_member(gw.store, "bob@example.com", OPERATOR)
         assert (await rpc(world.base, access, "tools/list", {})).status_code == 401
 
 

@@ -43,7 +43,7 @@ async def test_the_start_links_token_is_redacted_in_the_request_log_and_the_requ
     settings = settings_for(tmp_path, semantic=False, port=port)
     async with serve_oauth_upstream() as upstream, open_gateway(settings) as gw, serve(gw, port) as base:
         await owner_token(gw)
-        owner = await operator_principal(gw)
+        owner = await operator_principal(gw.store)
         row = await connections.add_connection(
             gw, "notes", connector="Notes", url=upstream.mcp_url, oauth=True, actor=owner
         )

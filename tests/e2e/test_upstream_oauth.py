@@ -152,7 +152,7 @@ async def test_r13_1_revoked_refresh_token_turns_connection_to_needs_reauth_and_
             )
             assert error_code(result) == "needs_reauth"
             assert gateway_payload(result)["error"]["authorize_url"] is None  # nobody started a flow
-            owner = await operator_principal(w.gw)
+            owner = await operator_principal(w.gw.store)
             row = await connections.get_connection(w.gw, "helpdesk", owner)
             assert row.status == "needs_reauth"
             assert row.authorize_url is None
@@ -245,8 +245,8 @@ async def test_r13_1_per_member_connection_calls_on_each_members_own_grant(tmp_p
         assert (await follow(row.authorize_url)).status_code == 200  # whoever added it: the catalog
         assert (await connections.get_connection(w.gw, "desk", principal=OPERATOR)).status == "active"
         first_grant = set(w.upstream.access)
-        await members.add_member(w.gw, "mia", "member", actor=OPERATOR)
-        _, mia = await members.create_token(w.gw, "mia", ALL_SCOPES, actor=OPERATOR)
+        await members.add_member(w.gw.store, "mia", "member", actor=OPERATOR)
+        _, mia = await members.create_token(w.gw.store, "mia", ALL_SCOPES, actor=OPERATOR)
         add = {"tool": "desk__add_numbers", "arguments": {"a": 1, "b": 2}}
         async with connect(w.base, mia) as client:
             refused = await client.call_tool("execute_tool", add)
@@ -298,7 +298,7 @@ async def test_r13_1_an_unused_authorize_link_expires_and_the_connection_says_so
             w.gw, "helpdesk", connector="Helpdesk", url=w.upstream.mcp_url, oauth=True, actor=OPERATOR
         )
         assert row.authorize_url is not None
-        owner = await operator_principal(w.gw)
+        owner = await operator_principal(w.gw.store)
         with anyio.fail_after(15):
             while (await connections.get_connection(w.gw, "helpdesk", owner)).authorize_url is not None:  # noqa: ASYNC110
                 await anyio.sleep(0.05)
@@ -329,7 +329,7 @@ async def test_r13_1_authorization_refused_at_the_provider_leaves_the_connection
         state = back.split("state=")[1].split("&")[0]
         refused = await http.get(f"{w.base}/oauth/callback?error=access_denied&state={state}")
         assert refused.status_code == 400
-        after = await connections.get_connection(w.gw, "helpdesk", await operator_principal(w.gw))
+        after = await connections.get_connection(w.gw, "helpdesk", await operator_principal(w.gw.store))
         assert after.status == "pending"
         assert after.authorize_url is None
         assert (await http.get(back)).status_code == 404  # the state was used by the refusal
@@ -342,7 +342,7 @@ async def test_a_second_gateway_sharing_the_grant_renews_with_the_rotated_refres
     async with world(tmp_path, access_seconds=ACCESS_SECONDS) as w:
         await authorized(w, "helpdesk")
         async with open_gateway(w.gw.settings) as other:  # a second replica on the same database
-            owner, peer = await operator_principal(w.gw), await operator_principal(other)
+            owner, peer = await operator_principal(w.gw.store), await operator_principal(other.store)
             add = {"tool": "helpdesk__add_numbers", "arguments": {"a": 1, "b": 1}}
             await execute_tool(w.gw, owner, **add)
             await execute_tool(other, peer, **add)  # both hold the grant in memory now
@@ -361,7 +361,7 @@ async def test_access_token_refused_before_its_expiry_is_renewed_and_the_call_go
 ) -> None:
     async with world(tmp_path) as w:
         await authorized(w, "helpdesk")
-        owner = await operator_principal(w.gw)
+        owner = await operator_principal(w.gw.store)
         add = {"tool": "helpdesk__add_numbers", "arguments": {"a": 1, "b": 1}}
         await execute_tool(w.gw, owner, **add)
         w.upstream.revoke_access_tokens()  # the provider drops them; the refresh token is still good

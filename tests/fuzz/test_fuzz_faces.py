@@ -86,12 +86,12 @@ class Fuzz:
 async def _seed(gw: Any, upstream: str) -> tuple[str, ...]:
     """Throwaway objects the fuzz may change or destroy: never the owner whose token it uses."""
     for name, role in (("fz-admin", "admin"), ("fz-member", "member")):
-        await members.add_member(gw, name, role, actor=OPERATOR)
-    grants = [(await members.create_token(gw, "fz-member", actor=OPERATOR))[0].id for _ in range(3)]
+        await members.add_member(gw.store, name, role, actor=OPERATOR)
+    grants = [(await members.create_token(gw.store, "fz-member", actor=OPERATOR))[0].id for _ in range(3)]
     rules = [
         (
             await restrictions.add_restriction(
-                gw, effect="block", target_kind="user", target="fz-member", tool=t, actor=OPERATOR
+                gw.store, effect="block", target_kind="user", target="fz-member", tool=t, actor=OPERATOR
             )
         ).id
         for t in ("nothing_*", "echo_*")

@@ -143,8 +143,8 @@ def _surrogate(args: dict[str, Any]) -> bool:
 
 async def _reset(fuzz: Fuzz) -> int:
     """Remove every limit (as the host operator) and forget the buckets; how many there were."""
-    operator = await members.operator_principal(fuzz.gw)
-    rules = await rate_limits.list_limits(fuzz.gw, operator)
+    operator = await members.operator_principal(fuzz.gw.store)
+    rules = await rate_limits.list_limits(fuzz.gw.policy, operator)
     for rule in rules:
         await rate_limits.remove_limit(fuzz.gw, operator, rule.id)
     fuzz.gw.buckets = buckets_for(fuzz.gw.store.db)

@@ -21,11 +21,13 @@ import pytest
 import toolcrib.gateway
 from toolcrib.errors import PermissionRequired, ScopeRequired
 from toolcrib.gateway.core import Gateway
+from toolcrib.gateway.live_catalog import LiveCatalog
+from toolcrib.gateway.policy_cache import PolicyCache
+from toolcrib.gateway.storage import Storage
 from toolcrib.policy.gates import Operator, Principal, permitted, require
 from toolcrib.policy.scopes import SCOPES
 
 ESTABLISH_WHO_CALLS: dict[tuple[str, str], str] = {
-    ("identity.bearer", "authenticate"): "turns a bearer token into the principal",
     ("identity.members", "init_owner"): "creates the first principal there is; refuses once an owner exists",
     ("identity.members", "operator_principal"): "makes the host operator's principal from the store",
     ("identity.idp", "complete_sign_in"): "the identity provider's answer becomes a signed-in member",
@@ -119,9 +121,14 @@ def _annotation(p: inspect.Parameter) -> str:
     return p.annotation if isinstance(p.annotation, str) else getattr(p.annotation, "__name__", "")
 
 
+PARTS = {Gateway.__name__, Storage.__name__, PolicyCache.__name__, LiveCatalog.__name__}
+"""What a use case takes first (#33): the gateway, or only the part of it it uses (the settings
+alone are no use case: helpers that read them are named in ``URL_HELPERS`` or the machinery)."""
+
+
 def _takes_gateway(fn: Callable[..., Any]) -> bool:
     params = list(inspect.signature(fn).parameters.values())
-    return bool(params) and _annotation(params[0]) == Gateway.__name__
+    return bool(params) and _annotation(params[0]) in PARTS
 
 
 def _requires_principal(fn: Callable[..., Any]) -> bool:

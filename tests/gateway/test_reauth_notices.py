@@ -52,8 +52,8 @@ async def test_r5_9_reauth_notices_keep_to_their_share_of_the_search_budget(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     async with open_gateway(settings_for(tmp_path, semantic=False)) as gw:
-        await init_owner(gw, "owner")
-        principal = await operator_principal(gw)
+        await init_owner(gw.store, "owner")
+        principal = await operator_principal(gw.store)
         _links_for(monkeypatch, gw, principal.member, "s" * 1000)
         long_link = gw.settings.resource_url + START_PATH + "s" * 1000
         for name in ("alpha", "beta", "gamma", "delta"):
@@ -75,8 +75,8 @@ async def test_r13_6_only_who_started_the_authorization_is_given_its_link(
     everyone is told the account waits; only the admin who started its authorization gets the
     link, another admin and the owner included get none."""
     async with open_gateway(settings_for(tmp_path, semantic=False)) as gw:
-        await init_owner(gw, "owner")
-        owner = await operator_principal(gw)
+        await init_owner(gw.store, "owner")
+        owner = await operator_principal(gw.store)
         member, admin = (
             replace(owner, member="mia", role="member"),
             replace(owner, member="ada", role="admin"),

@@ -228,7 +228,7 @@ def members_add(
     _check("members", "invite", name=name, role=role)
 
     async def work(gw: Gateway, op: Principal) -> dict[str, Any]:
-        return members.member_view(await members.add_member(gw, name, role, op))
+        return members.member_view(await members.add_member(gw.store, name, role, op))
 
     emit(run_as_operator(database, work), as_json)
 
@@ -239,7 +239,7 @@ def members_list(database: str | None = DatabaseOption, as_json: bool = JsonOpti
     from toolcrib.gateway.identity import members
 
     async def work(gw: Gateway, op: Principal) -> list[dict[str, Any]]:
-        return [members.member_view(m) for m in await members.list_members(gw, op)]
+        return [members.member_view(m) for m in await members.list_members(gw.store, op)]
 
     emit(run_as_operator(database, work), as_json, columns=["name", "role", "status"])
 
@@ -257,7 +257,7 @@ def members_set_role(
 
     _check("members", "update_role", name=name, role=role)
 
-    run_as_operator(database, lambda gw, op: members.set_role(gw, name, role, op, pinned=not unpin))
+    run_as_operator(database, lambda gw, op: members.set_role(gw.store, name, role, op, pinned=not unpin))
     console.print(f"{name} is now {role}" + ("" if unpin else " (pinned)"))
 
 
@@ -267,7 +267,7 @@ def members_suspend(name: str, database: str | None = DatabaseOption) -> None:
     from toolcrib.gateway.identity import members
 
     _check("members", "suspend", name=name)
-    run_as_operator(database, lambda gw, op: members.suspend_member(gw, name, op))
+    run_as_operator(database, lambda gw, op: members.suspend_member(gw.store, name, op))
     console.print(f"suspended {name}")
 
 
@@ -277,7 +277,7 @@ def members_remove(name: str, database: str | None = DatabaseOption) -> None:
     from toolcrib.gateway.identity import members
 
     _check("members", "remove", name=name)
-    run_as_operator(database, lambda gw, op: members.remove_member(gw, name, op))
+    run_as_operator(database, lambda gw, op: members.remove_member(gw.store, name, op))
     console.print(f"removed {name}")
 
 
@@ -298,7 +298,7 @@ def tokens_create(
     _check("grants", "create", member=member, scopes=scopes)
 
     async def work(gw: Gateway, op: Principal) -> dict[str, Any]:
-        grant, token = await members.create_token(gw, member, str(scopes), expires, actor=op)
+        grant, token = await members.create_token(gw.store, member, str(scopes), expires, actor=op)
         return {"id": grant.id, "token": token}
 
     out = run_as_operator(database, work)
@@ -320,7 +320,7 @@ def tokens_list(
     _check("grants", "list", member=member)
 
     async def work(gw: Gateway, op: Principal) -> list[dict[str, Any]]:
-        return [members.grant_view(g) for g in await members.list_tokens(gw, member, actor=op)]
+        return [members.grant_view(g) for g in await members.list_tokens(gw.store, member, actor=op)]
 
     emit(
         run_as_operator(database, work), as_json, columns=["id", "member", "scopes", "expires_at", "revoked"]
@@ -333,7 +333,7 @@ def tokens_revoke(grant_id: str, database: str | None = DatabaseOption) -> None:
     from toolcrib.gateway.identity import members
 
     _check("grants", "revoke", id=grant_id)
-    run_as_operator(database, lambda gw, op: members.revoke_token(gw, grant_id, op))
+    run_as_operator(database, lambda gw, op: members.revoke_token(gw.store, grant_id, op))
     console.print(f"revoked {grant_id}")
 
 
@@ -367,7 +367,7 @@ def restrictions_add(
 
     async def work(gw: Gateway, op: Principal) -> dict[str, Any]:
         rule = await restrictions.add_restriction(
-            gw,
+            gw.store,
             effect=effect,
             target_kind=target_kind,
             target=target or "",
@@ -388,7 +388,8 @@ def restrictions_list(database: str | None = DatabaseOption, as_json: bool = Jso
 
     async def work(gw: Gateway, op: Principal) -> list[dict[str, Any]]:
         return [
-            restrictions.rule_view(r, gw.catalog.tools) for r in await restrictions.list_restrictions(gw, op)
+            restrictions.rule_view(r, gw.catalog.tools)
+            for r in await restrictions.list_restrictions(gw.policy, op)
         ]
 
     emit(run_as_operator(database, work), as_json, columns=["id", "description", "status"])
@@ -400,7 +401,7 @@ def restrictions_remove(rule_id: str, database: str | None = DatabaseOption) -> 
     from toolcrib.gateway.governance import restrictions
 
     _check("restrictions", "delete", id=rule_id)
-    run_as_operator(database, lambda gw, op: restrictions.remove_restriction(gw, rule_id, op))
+    run_as_operator(database, lambda gw, op: restrictions.remove_restriction(gw.store, rule_id, op))
     console.print(f"removed {rule_id}")
 
 
@@ -630,7 +631,7 @@ def audit_search(
         since=f.since,
         until=f.until,
     )
-    rows = run_as_operator(database, lambda gw, op: audit.search_audit(gw, op, f))
+    rows = run_as_operator(database, lambda gw, op: audit.search_audit(gw.store, op, f))
     cols = ["id", "member", "account", "operation", "classification", "outcome", "error_code", "target_id"]
     emit(rows, as_json, columns=cols)
 
@@ -654,7 +655,7 @@ def audit_export(
 
     async def export(gw: Gateway, op: Principal) -> None:
         left = limit
-        async for page in audit.stream_audit(gw, op, f):
+        async for page in audit.stream_audit(gw.store, op, f):
             lines = page.splitlines(keepends=True)
             if left is not None:
                 lines, left = lines[:left], left - min(left, len(lines))

@@ -50,7 +50,7 @@ def approvals_list(database: str | None = DatabaseOption, as_json: bool = JsonOp
     from toolcrib.gateway.governance import approvals
 
     async def work(gw: Gateway, op: Principal) -> list[dict[str, Any]]:
-        return [approvals.rule_view(r) for r in await approvals.list_approval_rules(gw, op)]
+        return [approvals.rule_view(r) for r in await approvals.list_approval_rules(gw.policy, op)]
 
     emit(run_as_operator(database, work), as_json, columns=_RULE_COLUMNS)
 
@@ -63,7 +63,7 @@ def approvals_approve(
     from toolcrib.gateway.governance import approvals
 
     async def work(gw: Gateway, op: Principal) -> dict[str, Any]:
-        return approvals.approval_view(await approvals.approve(gw, approval_id, op))
+        return approvals.approval_view(await approvals.approve(gw.store, approval_id, op))
 
     emit(run_as_operator(database, work), as_json)
 
@@ -76,6 +76,6 @@ def approvals_decline(
     from toolcrib.gateway.governance import approvals
 
     async def work(gw: Gateway, op: Principal) -> dict[str, Any]:
-        return approvals.approval_view(await approvals.decline(gw, approval_id, op))
+        return approvals.approval_view(await approvals.decline(gw.store, approval_id, op))
 
     emit(run_as_operator(database, work), as_json)

@@ -91,7 +91,7 @@ def run_as_operator(
     async def as_operator(gw: Gateway) -> T:
         from toolcrib.gateway.identity.members import operator_principal
 
-        return await work(gw, await operator_principal(gw))
+        return await work(gw, await operator_principal(gw.store))
 
     return run_gateway(database, as_operator, **options)
 

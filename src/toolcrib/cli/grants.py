@@ -35,7 +35,7 @@ def grants_list(
     from toolcrib.gateway.identity.members import operator_principal
 
     async def work(gw: Gateway) -> list[dict[str, Any]]:
-        return await grants.list_grants(gw, await operator_principal(gw), member)
+        return await grants.list_grants(gw.store, await operator_principal(gw.store), member)
 
     emit(run_gateway(database, work), as_json, columns=_COLUMNS)
 
@@ -47,7 +47,7 @@ def grants_revoke(grant_id: str, database: str | None = DatabaseOption) -> None:
     from toolcrib.gateway.identity.members import operator_principal
 
     async def work(gw: Gateway) -> None:
-        await grants.revoke_grant(gw, await operator_principal(gw), grant_id)
+        await grants.revoke_grant(gw.store, await operator_principal(gw.store), grant_id)
 
     run_gateway(database, work)
     console.print(f"revoked {grant_id}")

@@ -139,7 +139,7 @@ def init(
         remember_database(database)
 
     async def work(gw: Gateway) -> dict[str, Any]:
-        member, token = await members.init_owner(gw, name)
+        member, token = await members.init_owner(gw.store, name)
         return {"member": member.name, "token": token}
 
     out = run_gateway(database, work)
@@ -164,7 +164,7 @@ def search(
     _check_meta("search_tools", {"query": query, "limit": limit})
 
     async def work(gw: Gateway) -> dict[str, Any]:
-        return await search_tools(gw, await members.operator_principal(gw, as_member), query, limit)
+        return await search_tools(gw, await members.operator_principal(gw.store, as_member), query, limit)
 
     found = run_gateway(database, work, meaning=True)
     if as_json:
@@ -205,7 +205,7 @@ def call(
 
     async def work(gw: Gateway) -> dict[str, Any]:
         return await execute_tool(
-            gw, await members.operator_principal(gw, as_member), tool=tool, arguments=arguments
+            gw, await members.operator_principal(gw.store, as_member), tool=tool, arguments=arguments
         )
 
     result = run_gateway(database, work)

@@ -88,7 +88,7 @@ def plan(
     async def work(gw: Gateway) -> tuple[list[object], list[object]]:
         from toolcrib.gateway.orgfile.service import plan_file, principal_for_file, waiting_notes
 
-        actor = await principal_for_file(gw, text, source, create_owner=False)
+        actor = await principal_for_file(gw.store, text, source, create_owner=False)
         desired, changes = await plan_file(gw, actor, text, source, prune=prune)
         return list(changes), list(await waiting_notes(gw, actor, desired))
 
@@ -109,7 +109,7 @@ def apply(
     async def work(gw: Gateway) -> tuple[list[object], list[object]]:
         from toolcrib.gateway.orgfile.service import apply_and_note, principal_for_file
 
-        actor = await principal_for_file(gw, text, source, create_owner=True)
+        actor = await principal_for_file(gw.store, text, source, create_owner=True)
         changes, waiting = await apply_and_note(gw, actor, text, source, prune=prune)
         return list(changes), list(waiting)
 
@@ -126,7 +126,7 @@ def export(
         from toolcrib.gateway.identity.members import operator_principal
         from toolcrib.gateway.orgfile.service import export_org
 
-        return await export_org(gw, await operator_principal(gw))
+        return await export_org(gw, await operator_principal(gw.store))
 
     text = run_gateway(database, work)
     if output is None:

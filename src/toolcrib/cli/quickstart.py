@@ -44,12 +44,12 @@ async def _prepare(settings: Settings, state: Path) -> dict[str, str]:
     async with open_gateway(settings, follow_changes=False) as gw:
         out: dict[str, str] = {}
         with contextlib.suppress(ConfigError):  # the organization has its owner already
-            await members.init_owner(gw, "owner")
-        operator = await members.operator_principal(gw)
+            await members.init_owner(gw.store, "owner")
+        operator = await members.operator_principal(gw.store)
         token_file = state / "demo-token"
         if not token_file.exists():
             scopes = "mcp:tools,mcp:read,mcp:write,mcp:destructive"
-            _, token = await members.create_token(gw, "owner", scopes, actor=operator)
+            _, token = await members.create_token(gw.store, "owner", scopes, actor=operator)
             token_file.write_text(token)
         out["token"] = token_file.read_text().strip()
         wanted: dict[str, tuple[str, str | None, list[str]]] = {

@@ -53,7 +53,7 @@ def limits_set(
     _check("set", **fields, per_minute=per_minute, per_day=per_day)
 
     async def work(gw: Gateway) -> dict[str, Any]:
-        operator = await members.operator_principal(gw)
+        operator = await members.operator_principal(gw.store)
         rule = await rate_limits.set_limit(gw, operator, **fields, per_minute=per_minute, per_day=per_day)
         return rate_limits.limit_view(rule)
 
@@ -67,8 +67,8 @@ def limits_list(database: str | None = DatabaseOption, as_json: bool = JsonOptio
     from toolcrib.gateway.identity import members
 
     async def work(gw: Gateway) -> list[dict[str, Any]]:
-        operator = await members.operator_principal(gw)
-        return [rate_limits.limit_view(r) for r in await rate_limits.list_limits(gw, operator)]
+        operator = await members.operator_principal(gw.store)
+        return [rate_limits.limit_view(r) for r in await rate_limits.list_limits(gw.policy, operator)]
 
     emit(run_gateway(database, work), as_json, columns=_COLUMNS)
 
@@ -82,7 +82,7 @@ def limits_remove(rule_id: str, database: str | None = DatabaseOption) -> None:
     _check("remove", id=rule_id)
 
     async def work(gw: Gateway) -> None:
-        await rate_limits.remove_limit(gw, await members.operator_principal(gw), rule_id)
+        await rate_limits.remove_limit(gw, await members.operator_principal(gw.store), rule_id)
 
     run_gateway(database, work)
     console.print(f"removed {rule_id}")

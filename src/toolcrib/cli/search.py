@@ -57,7 +57,7 @@ def search_examples(database: str | None = DatabaseOption, as_json: bool = JsonO
     from toolcrib.gateway.identity import members
 
     async def work(gw: Gateway) -> list[dict[str, Any]]:
-        return await learning.example_counts(gw, await members.operator_principal(gw))
+        return await learning.example_counts(gw, await members.operator_principal(gw.store))
 
     emit(run_gateway(database, work), as_json, columns=["tool", "examples", "members", "newest"])
 
@@ -75,6 +75,6 @@ def search_forget(
     _check("forget", tool=tool)
 
     async def work(gw: Gateway) -> dict[str, Any]:
-        return await learning.forget_examples(gw, await members.operator_principal(gw), tool)
+        return await learning.forget_examples(gw, await members.operator_principal(gw.store), tool)
 
     emit(run_gateway(database, work), as_json)

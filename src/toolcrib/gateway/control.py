@@ -131,63 +131,66 @@ async def _connections_refresh(gw: Gateway, caller: Principal, arguments: dict[s
 
 @_op("members", "list")
 async def _members_list(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
-    return [members.member_view(m) for m in await members.list_members(gw, caller)]
+    return [members.member_view(m) for m in await members.list_members(gw.store, caller)]
 
 
 @_op("members", "invite")
 async def _members_invite(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
-    return members.member_view(await members.add_member(gw, arguments["name"], arguments["role"], caller))
+    return members.member_view(
+        await members.add_member(gw.store, arguments["name"], arguments["role"], caller)
+    )
 
 
 @_op("members", "update_role")
 async def _members_update_role(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
     pinned = arguments.get("pinned", True) is not False
-    await members.set_role(gw, arguments["name"], arguments["role"], caller, pinned=pinned)
+    await members.set_role(gw.store, arguments["name"], arguments["role"], caller, pinned=pinned)
     return {"name": arguments["name"], "role": arguments["role"], "pinned": pinned}
 
 
 @_op("members", "suspend")
 async def _members_suspend(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
-    await members.suspend_member(gw, arguments["name"], caller)
+    await members.suspend_member(gw.store, arguments["name"], caller)
     return {"suspended": arguments["name"]}
 
 
 @_op("members", "remove")
 async def _members_remove(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
-    await members.remove_member(gw, arguments["name"], caller)
+    await members.remove_member(gw.store, arguments["name"], caller)
     return {"removed": arguments["name"]}
 
 
 @_op("grants", "list")
 async def _grants_list(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
-    return await grants.list_grants(gw, caller, arguments.get("member"))
+    return await grants.list_grants(gw.store, caller, arguments.get("member"))
 
 
 @_op("grants", "create")
 async def _grants_create(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
     grant, token = await members.create_token(
-        gw, arguments["member"], arguments.get("scopes") or members.DEFAULT_SCOPES, actor=caller
+        gw.store, arguments["member"], arguments.get("scopes") or members.DEFAULT_SCOPES, actor=caller
     )
     return {"id": grant.id, "token": token}
 
 
 @_op("grants", "revoke")
 async def _grants_revoke(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
-    await grants.revoke_grant(gw, caller, arguments["id"])
+    await grants.revoke_grant(gw.store, caller, arguments["id"])
     return {"revoked": arguments["id"]}
 
 
 @_op("restrictions", "list")
 async def _restrictions_list(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
     return [
-        restrictions.rule_view(r, gw.catalog.tools) for r in await restrictions.list_restrictions(gw, caller)
+        restrictions.rule_view(r, gw.catalog.tools)
+        for r in await restrictions.list_restrictions(gw.policy, caller)
     ]
 
 
 @_op("restrictions", "create")
 async def _restrictions_create(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
     rule = await restrictions.add_restriction(
-        gw,
+        gw.store,
         effect=str(arguments["effect"]),
         target_kind=str(arguments["target_kind"]),
         target=str(arguments["target"]),
@@ -201,7 +204,7 @@ async def _restrictions_create(gw: Gateway, caller: Principal, arguments: dict[s
 
 @_op("restrictions", "delete")
 async def _restrictions_delete(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
-    await restrictions.remove_restriction(gw, arguments["id"], caller)
+    await restrictions.remove_restriction(gw.store, arguments["id"], caller)
     return {"deleted": arguments["id"]}
 
 
@@ -262,7 +265,7 @@ async def _approvals_set(gw: Gateway, caller: Principal, arguments: dict[str, An
 
 @_op("approvals", "approve")
 async def _approvals_approve(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
-    return approvals.approval_view(await approvals.approve(gw, arguments["id"], caller))
+    return approvals.approval_view(await approvals.approve(gw.store, arguments["id"], caller))
 
 
 def _whole(value: Any) -> Any:
@@ -287,7 +290,7 @@ async def _limits_set(gw: Gateway, caller: Principal, arguments: dict[str, Any])
 
 @_op("limits", "list")
 async def _limits_list(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
-    return [rate_limits.limit_view(r) for r in await rate_limits.list_limits(gw, caller)]
+    return [rate_limits.limit_view(r) for r in await rate_limits.list_limits(gw.policy, caller)]
 
 
 @_op("limits", "remove")
@@ -317,7 +320,7 @@ async def _audit_search(gw: Gateway, caller: Principal, arguments: dict[str, Any
         since=_seconds(arguments.get("since")),
         until=_seconds(arguments.get("until")),
     )
-    return await audit.search_audit(gw, caller, f)
+    return await audit.search_audit(gw.store, caller, f)
 
 
 @_op("results", "read")

@@ -138,7 +138,7 @@ def rate_limited_json(request: Request, wait: int) -> Response:
 def _limiter_of(request: Request) -> AddressLimiter:
     """A limiter at the gateway's ``signin_per_minute``, on the gateway's clock (tests turn it)."""
     gw = request.app.state.gateway
-    return AddressLimiter(gw.settings.signin_per_minute, clock=gw.clock)
+    return AddressLimiter(gw.settings.signin_per_minute, clock=gw.store.clock)
 
 
 def _seconds(wait: float) -> int:

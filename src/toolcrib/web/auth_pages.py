@@ -121,11 +121,15 @@ async def login(request: Request) -> Response:
         principal = await gw.bearers.authenticate(given)
         # the session is the token's child: its scopes or fewer, ending and revoked with it
         session_token = await new_session_grant(
-            gw, principal.member, principal.scopes, parent=parent_of(principal), ends=principal.expires_at
+            gw.store,
+            principal.member,
+            principal.scopes,
+            parent=parent_of(principal),
+            ends=principal.expires_at,
         )
     except (Unauthenticated, NotFound):
         return _login_form(request, next_path, status=401, code="unauthenticated")
     response = RedirectResponse(next_path, 303)
-    sign_in(response, request, gw, session_token)
+    sign_in(response, request, gw.store, session_token)
     response.delete_cookie(LOGIN_NONCE, path=PATH)
     return response

@@ -106,7 +106,7 @@ async def consent_page(request: Request) -> Response:
         "consent.html",
         me=me,
         form_targets=_form_target(consent.redirect_uri),
-        csrf=session_csrf(request, gw),
+        csrf=session_csrf(request, gw.store),
         request_token=sealed,
         client_name=client.client_name or consent.client_id,
         redirect_host=urlsplit(consent.redirect_uri).netloc or consent.redirect_uri,

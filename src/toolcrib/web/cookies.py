@@ -16,7 +16,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from toolcrib.errors import ConfigError
-from toolcrib.gateway.core import Gateway
+from toolcrib.gateway.storage import Storage
 
 __all__ = ["is_secure", "open_sealed_session", "set_sealed_session"]
 
@@ -30,7 +30,7 @@ def is_secure(request: Request) -> bool:
 def set_sealed_session(
     response: Response,
     request: Request,
-    gw: Gateway,
+    storage: Storage,
     *,
     name: str,
     path: str,
@@ -40,25 +40,27 @@ def set_sealed_session(
 ) -> None:
     """A session cookie: ``data`` with a fresh CSRF nonce and the time it was issued, sealed with
     the gateway's key (encrypted and authenticated), ``HttpOnly``, limited to ``path``."""
-    sealed = gw.store.box.seal({**data, "csrf": secrets.token_urlsafe(24), "iat": gw.store.clock()})
+    sealed = storage.box.seal({**data, "csrf": secrets.token_urlsafe(24), "iat": storage.clock()})
     response.set_cookie(
         name, sealed, max_age=max_age, path=path, secure=is_secure(request), httponly=True, samesite=samesite
     )
 
 
-def open_sealed_session(request: Request, gw: Gateway, *, name: str, max_age: int) -> dict[str, Any] | None:
+def open_sealed_session(
+    request: Request, storage: Storage, *, name: str, max_age: int
+) -> dict[str, Any] | None:
     """What :func:`set_sealed_session` sealed in cookie ``name``, or None: no cookie, one tampered
     with or sealed under another key, one without its token, nonce and time, or one too old."""
     sealed = request.cookies.get(name)
     if not sealed:
         return None
     try:
-        data = gw.store.box.open(sealed)
+        data = storage.box.open(sealed)
     except ConfigError:  # tampered with, or sealed under another key
         return None
     if not isinstance(data, dict) or not {"token", "csrf", "iat"} <= data.keys():
         return None
     iat = data["iat"]
-    if not isinstance(iat, int | float) or gw.store.clock() - iat > max_age:
+    if not isinstance(iat, int | float) or storage.clock() - iat > max_age:
         return None
     return data

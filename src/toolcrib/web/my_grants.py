@@ -23,9 +23,9 @@ async def my_grants(request: Request) -> Response:
     me = await signed_in(request, gw)
     if me is None:
         return RedirectResponse(login_url("/auth/grants"), 303)
-    rows = await grants.list_grants(gw, me, me.member)
+    rows = await grants.list_grants(gw.store, me, me.member)
     notice = "Grant revoked." if request.query_params.get("done") == "revoked" else None
-    return page("grants.html", me=me, grants=rows, csrf=session_csrf(request, gw), notice=notice)
+    return page("grants.html", me=me, grants=rows, csrf=session_csrf(request, gw.store), notice=notice)
 
 
 async def revoke(request: Request) -> Response:
@@ -38,7 +38,7 @@ async def revoke(request: Request) -> Response:
         return csrf_refused(me)
     grant_id = form.get("id")
     try:
-        await grants.revoke_grant(gw, me, grant_id if isinstance(grant_id, str) else "")
+        await grants.revoke_grant(gw.store, me, grant_id if isinstance(grant_id, str) else "")
     except InBandError as exc:
         return page(
             "refused.html", status=404, me=me, code=exc.code, message="That grant is not one you may revoke."

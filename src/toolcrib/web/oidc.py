@@ -28,6 +28,7 @@ from toolcrib.auth.oidc import PENDING_SECONDS, OIDCClient, OIDCConfig, Pending
 from toolcrib.errors import ConfigError, SignInRefused
 from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.identity import idp
+from toolcrib.gateway.storage import Storage
 from toolcrib.settings import Settings
 from toolcrib.web import signin
 from toolcrib.web.address_limits import by_address
@@ -112,9 +113,9 @@ async def start(request: Request) -> Response:
     return response
 
 
-def _pending(request: Request, gw: Gateway) -> Pending | None:
+def _pending(request: Request, storage: Storage) -> Pending | None:
     try:
-        return Pending.from_json(gw.store.box.open(request.cookies.get(COOKIE)))
+        return Pending.from_json(storage.box.open(request.cookies.get(COOKIE)))
     except ConfigError:  # tampered with, or sealed under another key
         return None
 
@@ -124,7 +125,7 @@ async def callback(request: Request) -> Response:
     params = {
         k: v[:_MAX_VALUE] for k, v in request.query_params.items() if k in ("code", "state", "error", "iss")
     }
-    pending = _pending(request, gw)
+    pending = _pending(request, gw.store)
     next_path = safe_next(pending.next if pending else None)
     try:
         signed, token = await idp.complete_sign_in(gw, client_for(request), params, pending)
@@ -133,10 +134,10 @@ async def callback(request: Request) -> Response:
     else:
         if _for_console(next_path):
             response = _onward(next_path, signed.member.name)
-            set_session(response, request, gw, token, sso=True)
+            set_session(response, request, gw.store, token, sso=True)
         else:
             response = RedirectResponse(next_path, 303, headers={"Cache-Control": "no-store"})
-            signin.sign_in(response, request, gw, token)
+            signin.sign_in(response, request, gw.store, token)
     response.delete_cookie(COOKIE, path=PATH, secure=is_secure(request), httponly=True, samesite="lax")
     return response
 

@@ -16,6 +16,7 @@ from starlette.routing import Route
 from toolcrib.auth.metadata import www_authenticate
 from toolcrib.errors import InBandError, InvalidArguments, RateLimited, ScopeRequired
 from toolcrib.gateway.control import ControlPlane
+from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.faults import in_band
 from toolcrib.gateway.governance import approvals
 from toolcrib.policy.gates import Principal
@@ -102,7 +103,7 @@ def rest_routes(prefix: str, principal_key: str) -> list[Route]:
         principal = request.scope.get(principal_key)
         assert isinstance(principal, Principal)
         try:
-            gw = request.app.state.gateway
+            gw: Gateway = request.app.state.gateway
             details = await approvals.approval_details(gw, request.path_params["approval_id"], principal)
             return JSONResponse(details)
         except Exception as exc:

@@ -24,6 +24,7 @@ from starlette.responses import Response
 
 from toolcrib.errors import Unauthenticated
 from toolcrib.gateway.core import Gateway
+from toolcrib.gateway.storage import Storage
 from toolcrib.policy.gates import Principal
 from toolcrib.settings import Settings
 from toolcrib.web.cookies import is_secure, open_sealed_session, set_sealed_session
@@ -55,12 +56,12 @@ def idp_label(settings: Settings) -> str | None:
     return settings.oidc_label or urlsplit(issuer).hostname or issuer
 
 
-def sign_in(response: Response, request: Request, gw: Gateway, token: str) -> None:
+def sign_in(response: Response, request: Request, storage: Storage, token: str) -> None:
     """Set the sign-in cookie holding ``token`` (a session grant's token), sealed."""
     set_sealed_session(
         response,
         request,
-        gw,
+        storage,
         name=COOKIE,
         path=PATH,
         max_age=MAX_AGE_SECONDS,
@@ -73,13 +74,13 @@ def sign_out(response: Response, request: Request) -> None:
     response.delete_cookie(COOKIE, path=PATH, secure=is_secure(request), httponly=True, samesite="lax")
 
 
-def _opened(request: Request, gw: Gateway) -> dict[str, Any] | None:
-    return open_sealed_session(request, gw, name=COOKIE, max_age=MAX_AGE_SECONDS)
+def _opened(request: Request, storage: Storage) -> dict[str, Any] | None:
+    return open_sealed_session(request, storage, name=COOKIE, max_age=MAX_AGE_SECONDS)
 
 
 async def signed_in(request: Request, gw: Gateway) -> Principal | None:
     """Who is signed in to the ``/auth`` pages, authenticated again now; None when nobody is."""
-    data = _opened(request, gw)
+    data = _opened(request, gw.store)
     if data is None:
         return None
     try:
@@ -88,9 +89,9 @@ async def signed_in(request: Request, gw: Gateway) -> Principal | None:
         return None
 
 
-def session_csrf(request: Request, gw: Gateway) -> str | None:
+def session_csrf(request: Request, storage: Storage) -> str | None:
     """The session's CSRF nonce, which every form of the ``/auth`` pages posts back."""
-    data = _opened(request, gw)
+    data = _opened(request, storage)
     return str(data["csrf"]) if data is not None else None
 
 
@@ -98,7 +99,9 @@ def form_ok(request: Request, gw: Gateway, posted: object) -> bool:
     """A POST of an ``/auth`` page: from this gateway, carrying the session's CSRF token."""
     from toolcrib.web.admin.session import csrf_ok, same_origin
 
-    return same_origin(request, gw.settings.allowed_origins) and csrf_ok(session_csrf(request, gw), posted)
+    return same_origin(request, gw.settings.allowed_origins) and csrf_ok(
+        session_csrf(request, gw.store), posted
+    )
 
 
 def safe_next(next_path: str | None, default: str = "/auth/grants") -> str:

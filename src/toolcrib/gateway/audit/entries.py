@@ -8,6 +8,7 @@ from typing import Any
 
 from toolcrib.gateway.calls.shaping import MIN_SECRET_LENGTH
 from toolcrib.gateway.core import Gateway
+from toolcrib.gateway.storage import Storage
 from toolcrib.policy.gates import Principal, require_operation
 from toolcrib.store import audit as store
 from toolcrib.store.audit import AuditEntry, AuditFilter
@@ -150,40 +151,40 @@ def admin_row(
     return {k: v for k, v in entry.to_json().items() if k != "id"}
 
 
-async def close_entry(gw: Gateway, entry: AuditEntry, *, outcome: str, error_code: str | None) -> None:
+async def close_entry(storage: Storage, entry: AuditEntry, *, outcome: str, error_code: str | None) -> None:
     assert entry.id is not None
     await store.close_entry(
-        gw.store.db,
+        storage.db,
         entry.id,
         outcome=outcome,
         error_code=error_code,
         started=entry.started_at,
-        finished=gw.store.clock(),
+        finished=storage.clock(),
     )
 
 
-async def search_audit(gw: Gateway, principal: Principal, f: AuditFilter) -> list[dict[str, Any]]:
+async def search_audit(storage: Storage, principal: Principal, f: AuditFilter) -> list[dict[str, Any]]:
     """Audit entries matching ``f``, newest first (R-11.3); needs ``audit:read``."""
     require_operation(principal, "audit:read", "search")
-    return [e.to_json() for e in await store.search(gw.store.db, f)]
+    return [e.to_json() for e in await store.search(storage.db, f)]
 
 
 _EXPORT_PAGE = 500
 
 
-async def stream_audit(gw: Gateway, principal: Principal, f: AuditFilter) -> AsyncIterator[str]:
+async def stream_audit(storage: Storage, principal: Principal, f: AuditFilter) -> AsyncIterator[str]:
     """Every entry matching ``f`` as JSON lines, oldest first, read a page at a time (an archive
     before retention deletes them, R-11.4): memory stays one page however long the trail is.
     ``f.limit`` is ignored. Needs ``audit:read``."""
     require_operation(principal, "audit:read", "search")
     after = 0
-    while page := await store.page(gw.store.db, f, after_id=after, size=_EXPORT_PAGE):
+    while page := await store.page(storage.db, f, after_id=after, size=_EXPORT_PAGE):
         yield "".join(json.dumps(e.to_json(), sort_keys=True) + "\n" for e in page)
         after = page[-1].id or after
 
 
-async def export_audit(gw: Gateway, principal: Principal, f: AuditFilter) -> str:
+async def export_audit(storage: Storage, principal: Principal, f: AuditFilter) -> str:
     """JSON lines, oldest first; needs ``audit:read``."""
     require_operation(principal, "audit:read", "search")
-    rows = await store.search(gw.store.db, f)
+    rows = await store.search(storage.db, f)
     return "".join(json.dumps(e.to_json(), sort_keys=True) + "\n" for e in reversed(rows))

@@ -36,6 +36,7 @@ from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.discovery import learning
 from toolcrib.gateway.governance import approvals, rate_limits, reach
 from toolcrib.gateway.governance.reach import Path
+from toolcrib.gateway.storage import Storage
 from toolcrib.logs import traced
 from toolcrib.policy.frozen import unmet_frozen
 from toolcrib.policy.gates import (
@@ -147,7 +148,10 @@ async def _execute(
         await rate_limits.check_call(gw, principal, account=row.name, tool=record.name)
     # 14. tools/call upstream with a timeout; 15. the audit entry, opened before and closed after
     spec = spec_of(gw, row, principal.member)  # a per-member OAuth connection: the caller's own grant
-    secrets = [*secrets_of(gw, spec), *hidden.texts]  # the values this call sent, even if changed since
+    secrets = [
+        *secrets_of(gw.policy, spec),
+        *hidden.texts,
+    ]  # the values this call sent, even if changed since
     relay = redacting_relay(interaction.relay, secrets)
     call = _call_audited(gw, principal, row, record, risk, exact, spec, approver, target, relay)
     raw = await traced("upstream_call", principal.member, record.public_name, call)
@@ -157,7 +161,7 @@ async def _execute(
     # 16. shape: redaction (the connection's secrets and its secret frozen values), then caps
     with tracing.step("execute.shape"):
         return await shape_and_store(
-            gw,
+            gw.store,
             principal,
             raw,
             secrets=secrets,
@@ -203,21 +207,21 @@ async def _call_audited(
         raw = await _upstream_call(gw, row, record, exact, spec, relay)
     except InBandError as exc:
         outcome = "timeout" if isinstance(exc, UpstreamTimeout) else "error"
-        await _close_row(gw, entry, outcome, exc.code)
+        await _close_row(gw.store, entry, outcome, exc.code)
         raise
     except anyio.get_cancelled_exc_class():
         with anyio.CancelScope(shield=True):
-            await _close_row(gw, entry, "cancelled", None)
+            await _close_row(gw.store, entry, "cancelled", None)
         raise
     except BaseException:
         with anyio.CancelScope(shield=True):
-            await _close_row(gw, entry, "unknown", None)
+            await _close_row(gw.store, entry, "unknown", None)
         raise
     is_error = bool(raw.get("isError"))
     # The upstream answered, so the call happened: a cancel landing now must not leave the row
     # open (read as ``unknown``); it is closed with what the upstream said, then the cancel goes on.
     with anyio.CancelScope(shield=True):
-        await _close_row(gw, entry, "error" if is_error else "ok", "tool_error" if is_error else None)
+        await _close_row(gw.store, entry, "error" if is_error else "ok", "tool_error" if is_error else None)
     return raw
 
 
@@ -238,9 +242,9 @@ async def _upstream_call(
         return raw
 
 
-async def _close_row(gw: Gateway, entry: AuditEntry, outcome: str, error_code: str | None) -> None:
+async def _close_row(storage: Storage, entry: AuditEntry, outcome: str, error_code: str | None) -> None:
     with tracing.step("execute.audit_close"):
-        await audit.close_entry(gw, entry, outcome=outcome, error_code=error_code)
+        await audit.close_entry(storage, entry, outcome=outcome, error_code=error_code)
 
 
 async def _open_row(
@@ -294,12 +298,12 @@ async def _approval(
         )
     except (ApprovalDeclined, ApprovalRequired) as exc:
         entry = await _open_row(gw, principal, row, record, risk, target, approved=False)
-        await audit.close_entry(gw, entry, outcome="error", error_code=exc.code)
+        await audit.close_entry(gw.store, entry, outcome="error", error_code=exc.code)
         raise
     except anyio.get_cancelled_exc_class():  # cancelled while the member was being asked
         with anyio.CancelScope(shield=True):
             entry = await _open_row(gw, principal, row, record, risk, target, approved=False)
-            await audit.close_entry(gw, entry, outcome="cancelled", error_code=None)
+            await audit.close_entry(gw.store, entry, outcome="cancelled", error_code=None)
         raise
 
 

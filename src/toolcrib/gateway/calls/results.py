@@ -13,6 +13,7 @@ from toolcrib.errors import NotFound, Restricted
 from toolcrib.gateway.calls.shaping import attach_result_id, shape_result
 from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.governance import reach
+from toolcrib.gateway.storage import Storage
 from toolcrib.policy.gates import Principal
 from toolcrib.store import results as store
 from toolcrib.store.results import ResultRow
@@ -72,7 +73,7 @@ def _block_without_protocol_meta(block: Any) -> Any:
 
 
 async def shape_and_store(
-    gw: Gateway,
+    storage: Storage,
     principal: Principal,
     raw: Mapping[str, Any],
     *,
@@ -94,9 +95,9 @@ async def shape_and_store(
         account=account,
         connector=connector,
         payload=full,
-        created_at=gw.store.clock(),
+        created_at=storage.clock(),
     )
-    await store.insert_result(gw.store.db, row)
+    await store.insert_result(storage.db, row)
     return attach_result_id(result, row.id)
 
 

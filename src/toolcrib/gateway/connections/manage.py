@@ -30,6 +30,7 @@ from toolcrib.gateway.connections.url_secrets import connect_url, public_url, se
 from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.governance import reach
 from toolcrib.gateway.live_catalog import SpecKey
+from toolcrib.gateway.policy_cache import PolicyCache
 from toolcrib.policy.gates import Operator, Principal, require_operation
 from toolcrib.store import connections as store
 from toolcrib.store.connections import ConnectionRow, StoredTool
@@ -99,7 +100,7 @@ async def add_connection(
     d = check_definition(name, connector, command, url, env, headers, oauth)
     _check_pinning(pinning)
     _require_stdio_allowed(gw, actor, d.argv is not None)
-    await _require_reach(gw, actor, d)
+    await _require_reach(gw.policy, actor, d)
     await _require_callable_url(gw, d)
     if d.name in gw.catalog.connections or await store.get_connection(gw.store.db, d.name):
         raise ConfigError(f"a connection named {d.name!r} already exists")
@@ -162,7 +163,7 @@ async def update_connection(
         _check_pinning(pinning)
     stdio_changed = d.argv is not None and (d.argv != current.command or env is not None)
     _require_stdio_allowed(gw, actor, stdio_changed)
-    await _require_reach(gw, actor, d)
+    await _require_reach(gw.policy, actor, d)
     await _require_callable_url(gw, d)
     await store.update_connection(
         gw.store.db,
@@ -182,7 +183,7 @@ async def _synced_by(gw: Gateway, name: str, actor: Principal) -> ConnectionRow:
     """Sync ``name`` for ``actor``: an OAuth connection left without a working grant is then
     authorized by ``actor``, who alone is shown its link (R-13.6)."""
     row = await sync_connection(gw, name)
-    if await oauth.waits_for_a_person(gw, row):
+    if await oauth.waits_for_a_person(gw.store, row):
         row = await oauth.authorize(gw, row, actor)
     return _shown(gw, row, actor)
 
@@ -211,9 +212,9 @@ def _kept_oauth(auth: str | None, sealed: Any) -> dict[str, Any] | None:
     return {**kept, "per_member": True} if auth == "oauth_member" else kept
 
 
-async def _require_reach(gw: Gateway, actor: Principal, d: Definition) -> None:
+async def _require_reach(policy_cache: PolicyCache, actor: Principal, d: Definition) -> None:
     """An actor connects only what the restriction resolver lets them reach (R-8.4)."""
-    rules = (await gw.policy.current()).rules
+    rules = (await policy_cache.current()).rules
     if not reach.decide(rules, actor, account=d.name, connector=d.connector, where="connect").allowed:
         raise Restricted(f"connecting {d.connector!r} is withheld by a restriction")
 
@@ -264,13 +265,13 @@ def _spec(gw: Gateway, row: ConnectionRow, member: str) -> UpstreamSpec:
         oauth=oauth.binding_of(gw, row, member),
     )
     # Read at each use: OAuth's tokens change, and so do the secret frozen values (R-9.2).
-    return replace(spec, scrub=lambda text: redact_text(text, secrets_of(gw, spec)))
+    return replace(spec, scrub=lambda text: redact_text(text, secrets_of(gw.policy, spec)))
 
 
-def secrets_of(gw: Gateway, spec: UpstreamSpec) -> list[str]:
+def secrets_of(policy_cache: PolicyCache, spec: UpstreamSpec) -> list[str]:
     """What is redacted from a connection's results and free text (R-12.2, R-13.3): its own
     credentials and the secret values frozen on its tools (R-9.2), as the gateway holds them now."""
-    return [*spec.secret_values(), *url_secret_values(spec.url), *gw.policy.frozen_secrets(spec.name)]
+    return [*spec.secret_values(), *url_secret_values(spec.url), *policy_cache.frozen_secrets(spec.name)]
 
 
 async def sync_connection(gw: Gateway, name: str) -> ConnectionRow:
@@ -304,7 +305,7 @@ async def _sync(gw: Gateway, name: str) -> ConnectionRow:
     broken = _broken(row)
     if broken is not None:  # nothing is started from a definition that cannot be sound
         return await _failed(gw, name, "error", broken)
-    if row.auth in oauth.MODES and not await oauth.has_grant(gw, name):  # a person must authorize it
+    if row.auth in oauth.MODES and not await oauth.has_grant(gw.store, name):  # a person must authorize it
         status = "pending" if row.status == "pending" else "needs_reauth"
         return await _failed(gw, name, status, oauth.UNAUTHORIZED)
     spec = spec_of(gw, row)

@@ -29,6 +29,7 @@ from urllib.parse import urlsplit
 from toolcrib.errors import Forbidden, InvalidArguments, NotFound
 from toolcrib.gateway.audit.entries import record_admin_act
 from toolcrib.gateway.core import Gateway
+from toolcrib.gateway.storage import Storage
 from toolcrib.policy.gates import Principal
 from toolcrib.store import oauth as store
 from toolcrib.store.connections import ConnectionRow
@@ -97,45 +98,45 @@ class StartOffer:
     url: str  # the provider's authorize URL: for the redirect, never shown on the page
 
 
-async def _offer(gw: Gateway, token: str, signed_in: Principal | None) -> tuple[PendingFlow, StartOffer]:
+async def _offer(storage: Storage, token: str, signed_in: Principal | None) -> tuple[PendingFlow, StartOffer]:
     if not _TOKEN.fullmatch(token):
         raise NotFound(_GONE)
-    pending = await store.pending_by_link(gw.store.db, digest(token), now=time.time())
+    pending = await store.pending_by_link(storage.db, digest(token), now=time.time())
     if pending is None or pending.link_used or pending.authorize_url is None:
         raise NotFound(_GONE)
     if signed_in is not None and signed_in.member != pending.starter:
         raise Forbidden(
             "this link was given to another member: only who started an authorization completes it"
         )
-    url = gw.store.box.open(pending.authorize_url)
+    url = storage.box.open(pending.authorize_url)
     parts = urlsplit(url if isinstance(url, str) else "")
     if parts.scheme not in ("https", "http") or not parts.hostname:
         raise NotFound(_GONE)
     return pending, StartOffer(pending.account, parts.netloc.rpartition("@")[2], parts.geturl())
 
 
-async def read_start(gw: Gateway, token: str, signed_in: Principal | None) -> StartOffer:
+async def read_start(storage: Storage, token: str, signed_in: Principal | None) -> StartOffer:
     """The start page of link ``token``; ``signed_in`` is who the browser's console session names
     (None: no session, the link alone is the confirmation). ``not_found`` when the link is unknown,
     used or expired; ``forbidden`` when the session is another member's."""
-    return (await _offer(gw, token, signed_in))[1]
+    return (await _offer(storage, token, signed_in))[1]
 
 
-async def confirm_start(gw: Gateway, token: str, signed_in: Principal | None) -> tuple[str, str]:
+async def confirm_start(storage: Storage, token: str, signed_in: Principal | None) -> tuple[str, str]:
     """Confirm link ``token`` in this browser, once: the provider's authorize URL to send it to,
     and the secret its cookie must carry back to the callback (only its hash is kept)."""
-    _, offer = await _offer(gw, token, signed_in)
+    _, offer = await _offer(storage, token, signed_in)
     browser = secrets.token_urlsafe(32)
-    if not await store.confirm_link(gw.store.db, digest(token), digest(browser), now=time.time()):
+    if not await store.confirm_link(storage.db, digest(token), digest(browser), now=time.time()):
         raise NotFound(_GONE)  # another browser confirmed it a moment before
     return offer.url, browser
 
 
-def _sealed_answer(gw: Gateway, query: dict[str, str]) -> str:
+def _sealed_answer(storage: Storage, query: dict[str, str]) -> str:
     """What ``/oauth/callback`` delivers to a flow: the code, state and issuer, or the error."""
     if query.get("error"):
-        return gw.store.box.seal({"error": query["error"]})
-    return gw.store.box.seal({k: query[k] for k in ("code", "state", "iss") if query.get(k)})
+        return storage.box.seal({"error": query["error"]})
+    return storage.box.seal({k: query[k] for k in ("code", "state", "iss") if query.get(k)})
 
 
 def _same_browser(pending: PendingFlow, browser: str | None) -> str | None:
@@ -168,7 +169,7 @@ async def complete_callback(
         raise Forbidden(
             "this authorization was not confirmed in this browser: only who started it completes it"
         )
-    sealed = _sealed_answer(gw, query)
+    sealed = _sealed_answer(gw.store, query)
     account = await store.deliver(gw.store.db, state, sealed, browser_sha256=given, now=time.time())
     if account is None:
         raise NotFound(_GONE)

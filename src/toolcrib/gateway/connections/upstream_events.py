@@ -68,7 +68,7 @@ async def on_authorized(gw: Gateway, binding: OAuthBinding, ok: bool, failure: s
     row = await conn_store.get_connection(gw.store.db, binding.account)
     if row is None:
         return
-    if row.status == "active" and await has_grant(gw, row.name):
+    if row.status == "active" and await has_grant(gw.store, row.name):
         return
     why = f"{failure or 'the authorization did not complete'}; refresh the connection for a new link"
     status = "needs_reauth" if row.status == "active" else row.status

@@ -26,6 +26,7 @@ from toolcrib.gateway.connections.oauth_binding import digest, link_for
 from toolcrib.gateway.connections.url_secrets import connect_url
 from toolcrib.gateway.core import Gateway, PolicySnapshot
 from toolcrib.gateway.governance import reach
+from toolcrib.gateway.storage import Storage
 from toolcrib.policy.gates import Principal
 from toolcrib.store import connections as conn_store
 from toolcrib.store import oauth as grant_store
@@ -140,8 +141,8 @@ class _Vault:
         await grant_store.drop_pending(self._gw.store.db, state)
 
 
-async def has_grant(gw: Gateway, name: str, member: str = "") -> bool:
-    grant = await grant_store.get_grant(gw.store.db, name, member)
+async def has_grant(storage: Storage, name: str, member: str = "") -> bool:
+    grant = await grant_store.get_grant(storage.db, name, member)
     return grant is not None and grant.tokens is not None
 
 
@@ -173,10 +174,10 @@ async def authorize(gw: Gateway, row: ConnectionRow, starter: Principal) -> Conn
     return await _reinstalled(gw, row.name)
 
 
-async def waits_for_a_person(gw: Gateway, row: ConnectionRow) -> bool:
+async def waits_for_a_person(storage: Storage, row: ConnectionRow) -> bool:
     """Whether ``row`` is an OAuth connection without a working organization grant: whoever
     refreshes (or adds) it is handed a link to authorize it."""
-    return row.auth in MODES and row.url is not None and not await has_grant(gw, row.name)
+    return row.auth in MODES and row.url is not None and not await has_grant(storage, row.name)
 
 
 async def _reinstalled(gw: Gateway, name: str) -> ConnectionRow:

@@ -17,6 +17,7 @@ from toolcrib.gateway.discovery.diagnose import diagnose
 from toolcrib.gateway.discovery.search import flat_listing_bytes, search_tools
 from toolcrib.gateway.governance import restrictions
 from toolcrib.gateway.identity.members import DEFAULT_SCOPES
+from toolcrib.gateway.storage import Storage
 from toolcrib.policy.gates import Principal, require_operation
 from toolcrib.policy.scopes import parse_scopes
 from toolcrib.store import members as member_store
@@ -31,14 +32,14 @@ def answer_bytes(value: Any) -> int:
     return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
 
 
-async def _principal_of(gw: Gateway, name: str) -> Principal:
+async def _principal_of(storage: Storage, name: str) -> Principal:
     """``name`` as a model acting for them would be: their role, the scopes of their live grants."""
-    member = await member_store.get_member(gw.store.db, name)
+    member = await member_store.get_member(storage.db, name)
     if member is None or member.status != "active":
         raise NotFound(f"no active member named {name!r}")
-    now = gw.store.clock()
+    now = storage.clock()
     scopes: frozenset[str] = frozenset()
-    for grant in await member_store.list_grants(gw.store.db, name):
+    for grant in await member_store.list_grants(storage.db, name):
         if grant.revoked_at is None and (grant.expires_at is None or grant.expires_at > now):
             scopes |= grant.scopes
     return Principal(
@@ -49,23 +50,23 @@ async def _principal_of(gw: Gateway, name: str) -> Principal:
     )
 
 
-async def _subject(gw: Gateway, actor: Principal, member: str) -> Principal:
+async def _subject(storage: Storage, actor: Principal, member: str) -> Principal:
     """``member`` as a model acting for them; another member than oneself needs the read rights."""
     if member == actor.member:
         return actor
     require_operation(actor, "members:read", "search")
     require_operation(actor, "restrictions:read", "explain")
-    return await _principal_of(gw, member)
+    return await _principal_of(storage, member)
 
 
 async def why_not(gw: Gateway, actor: Principal, member: str, tool: str) -> dict[str, Any]:
     """Why ``tool`` is missing from ``member``'s search: ``tools__diagnose`` as that member (R-10.3)."""
-    return await diagnose(gw, await _subject(gw, actor, member), tool)
+    return await diagnose(gw, await _subject(gw.store, actor, member), tool)
 
 
 async def search_as(gw: Gateway, actor: Principal, member: str, query: str, limit: int = 3) -> dict[str, Any]:
     """``{"member", "scopes", "answer", "bytes", "flat_bytes", "withheld": {name: [reason...]}}``."""
-    subject = await _subject(gw, actor, member)
+    subject = await _subject(gw.store, actor, member)
     answer = await search_tools(gw, subject, query, limit)
     withheld: dict[str, list[str]] = {}
     for name in answer.get("restricted", []):

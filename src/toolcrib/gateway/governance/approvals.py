@@ -29,6 +29,8 @@ from toolcrib.auth.tokens import new_approval_id, new_rule_id
 from toolcrib.errors import ApprovalDeclined, ApprovalRequired, ConfigError, NotFound
 from toolcrib.gateway.calls.interaction import ApprovalPrompt, AskLater, Interaction
 from toolcrib.gateway.core import Gateway, PolicySnapshot
+from toolcrib.gateway.policy_cache import PolicyCache
+from toolcrib.gateway.storage import Storage
 from toolcrib.policy.approvals import ApprovalRule, requires_approval, validate_approval_rule
 from toolcrib.policy.gates import Principal, require_operation
 from toolcrib.store import approvals as store
@@ -83,7 +85,7 @@ async def settle(
         return None
     digest = arguments_sha256(exact)
     if interaction.answer is not None:
-        return await _answered(gw, principal, operation, digest, *interaction.answer)
+        return await _answered(gw.store, principal, operation, digest, *interaction.answer)
     now = gw.store.clock()
     seen = exact if shown is None else shown
     approver = await store.consume(gw.store.db, principal.member, operation, digest, now)
@@ -103,17 +105,19 @@ async def settle(
     await store.insert_approval(gw.store.db, approval)
     prompt = ApprovalPrompt(approval.id, principal.member, operation, account, seen)
     if interaction.ask is not None:
-        return await _answered(gw, principal, operation, digest, approval.id, await interaction.ask(prompt))
+        return await _answered(
+            gw.store, principal, operation, digest, approval.id, await interaction.ask(prompt)
+        )
     if interaction.ask_later:
         raise AskLater(prompt)
     raise ApprovalRequired(approval.id, approval_url(gw, approval.id), approval.expires_at)
 
 
 async def _answered(
-    gw: Gateway, principal: Principal, operation: str, digest: str, approval_id: str, action: str
+    storage: Storage, principal: Principal, operation: str, digest: str, approval_id: str, action: str
 ) -> str:
     """The member's own answer to the question about ``approval_id``; they are the approver."""
-    approval = await store.get_approval(gw.store.db, approval_id)
+    approval = await store.get_approval(storage.db, approval_id)
     bound = approval is not None and (approval.member, approval.operation, approval.arguments_sha256) == (
         principal.member,
         operation,
@@ -124,11 +128,11 @@ async def _answered(
     accepted = action == "accept"
     status = "used" if accepted else "declined"
     decided = await store.decide(
-        gw.store.db,
+        storage.db,
         approval_id,
         status=status,
         approved_by=principal.member if accepted else None,
-        now=gw.store.clock(),
+        now=storage.clock(),
     )
     if not decided:
         raise ApprovalDeclined("this approval was already answered or has expired; call again to be asked")
@@ -172,7 +176,7 @@ async def approval_details(gw: Gateway, approval_id: str, actor: Principal) -> d
     """One approval with the exact arguments of its call, for who may approve it (restrictions:write):
     the approval link's page and ``GET /api/approvals/{id}``."""
     require_operation(actor, "restrictions:write", "get")
-    approval = await _approval(gw, approval_id)
+    approval = await _approval(gw.store, approval_id)
     return _details(gw, approval, await gw.policy.current(), with_arguments=True)
 
 
@@ -184,44 +188,44 @@ async def pending_approvals(gw: Gateway, actor: Principal) -> list[dict[str, Any
     return [_details(gw, a, policy, with_arguments=False) for a in waiting]
 
 
-async def get_approval(gw: Gateway, approval_id: str, actor: Principal) -> Approval:
+async def get_approval(storage: Storage, approval_id: str, actor: Principal) -> Approval:
     """One approval, to show an approver what it would let run (restrictions:read)."""
     require_operation(actor, "restrictions:read", "get")
-    return await _approval(gw, approval_id)
+    return await _approval(storage, approval_id)
 
 
-async def _approval(gw: Gateway, approval_id: str) -> Approval:
-    approval = await store.get_approval(gw.store.db, approval_id)
+async def _approval(storage: Storage, approval_id: str) -> Approval:
+    approval = await store.get_approval(storage.db, approval_id)
     if approval is None:
         raise NotFound(f"no approval {approval_id!r}")
     return approval
 
 
-async def approve(gw: Gateway, approval_id: str, actor: Principal) -> Approval:
+async def approve(storage: Storage, approval_id: str, actor: Principal) -> Approval:
     """An admin or owner approves a waiting call (restrictions:write); it may then run once."""
-    return await _answer(gw, approval_id, "approve", actor)
+    return await _answer(storage, approval_id, "approve", actor)
 
 
-async def decline(gw: Gateway, approval_id: str, actor: Principal) -> Approval:
+async def decline(storage: Storage, approval_id: str, actor: Principal) -> Approval:
     """An admin or owner declines a waiting call (restrictions:write, like approving): it does not
     run and its arguments are forgotten; the member calling it again asks for a new approval. The
     console and the command line call this; it is no control-plane tool, which would grow every
     owner's ``tools/list`` (R-10.2)."""
-    return await _answer(gw, approval_id, "decline", actor)
+    return await _answer(storage, approval_id, "decline", actor)
 
 
-async def _answer(gw: Gateway, approval_id: str, action: str, actor: Principal) -> Approval:
+async def _answer(storage: Storage, approval_id: str, action: str, actor: Principal) -> Approval:
     require_operation(actor, "restrictions:write", action)
     who = actor.member
     approving = action == "approve"
     status, approved_by = ("approved", who) if approving else ("declined", None)
     if not await store.decide(
-        gw.store.db, approval_id, status=status, approved_by=approved_by, now=gw.store.clock()
+        storage.db, approval_id, status=status, approved_by=approved_by, now=storage.clock()
     ):
-        if await store.get_approval(gw.store.db, approval_id) is None:
+        if await store.get_approval(storage.db, approval_id) is None:
             raise NotFound(f"no approval {approval_id!r}")
         raise ConfigError(f"approval {approval_id} is not waiting for an answer (answered or expired)")
-    return await _approval(gw, approval_id)
+    return await _approval(storage, approval_id)
 
 
 async def set_approval_rule(
@@ -248,7 +252,7 @@ async def set_approval_rule(
     return list((await gw.policy.current()).approval_rules)
 
 
-async def list_approval_rules(gw: Gateway, actor: Principal) -> list[ApprovalRule]:
+async def list_approval_rules(policy_cache: PolicyCache, actor: Principal) -> list[ApprovalRule]:
     require_operation(actor, "restrictions:read", "list")
-    await gw.policy.reload()
-    return list((await gw.policy.current()).approval_rules)
+    await policy_cache.reload()
+    return list((await policy_cache.current()).approval_rules)

@@ -18,6 +18,7 @@ from typing import Any
 from toolcrib.auth.tokens import new_rule_id
 from toolcrib.errors import ConfigError, NotFound, RateLimited
 from toolcrib.gateway.core import Gateway
+from toolcrib.gateway.policy_cache import PolicyCache
 from toolcrib.policy.gates import Principal, require_operation
 from toolcrib.policy.rate_limits import MAX_RULES, MINUTE, LimitRule, Refusal, spends, validate_limit
 from toolcrib.store import members as member_store
@@ -94,10 +95,10 @@ async def set_limit(
     return rule
 
 
-async def list_limits(gw: Gateway, principal: Principal) -> list[LimitRule]:
+async def list_limits(policy_cache: PolicyCache, principal: Principal) -> list[LimitRule]:
     require_operation(principal, "restrictions:read", "list")
-    await gw.policy.reload()
-    return list((await gw.policy.current()).limit_rules)
+    await policy_cache.reload()
+    return list((await policy_cache.current()).limit_rules)
 
 
 async def remove_limit(gw: Gateway, principal: Principal, rule_id: str) -> None:

@@ -16,6 +16,8 @@ from typing import Any
 from toolcrib.auth.tokens import new_rule_id
 from toolcrib.errors import ConfigError, NotFound
 from toolcrib.gateway.core import Gateway
+from toolcrib.gateway.policy_cache import PolicyCache
+from toolcrib.gateway.storage import Storage
 from toolcrib.policy.frozen import ACTIVE, WAITING, frozen_status, frozen_view, is_secret, unmet_frozen
 from toolcrib.policy.gates import Principal, require_operation
 from toolcrib.policy.restrictions import explain
@@ -44,7 +46,7 @@ __all__ = [
 
 
 def rule_view(rule: Rule, catalogs: Catalogs | None = None) -> dict[str, Any]:
-    """A rule as every face shows it; with the ``catalogs`` (``gw.catalogs``), its ``status``:
+    """A rule as every face shows it; with the ``catalogs`` (``gw.catalog.tools``), its ``status``:
     whether the tool it names is listed yet (R-13.8)."""
     view = {**dataclasses.asdict(rule), "description": describe_rule(rule)}
     return view if catalogs is None else {**view, "status": restriction_status(catalogs, rule)}
@@ -52,7 +54,7 @@ def rule_view(rule: Rule, catalogs: Catalogs | None = None) -> dict[str, Any]:
 
 _GLOB = frozenset("*?[")
 Catalogs = Mapping[str, Mapping[str, StoredTool]]
-"""``gw.catalogs``: account -> tool name -> its stored tool."""
+"""``gw.catalog.tools``: account -> tool name -> its stored tool."""
 
 
 def restriction_status(catalogs: Catalogs, rule: Rule) -> str:
@@ -63,20 +65,20 @@ def restriction_status(catalogs: Catalogs, rule: Rule) -> str:
 
 
 def tool_status(catalogs: Catalogs, account: str, tool: str) -> str:
-    """Whether ``account`` has listed ``tool`` in ``catalogs`` (``gw.catalogs``): :data:`ACTIVE`,
+    """Whether ``account`` has listed ``tool`` in ``catalogs`` (``gw.catalog.tools``): :data:`ACTIVE`,
     or :data:`WAITING` for it."""
     return ACTIVE if tool in catalogs.get(account, {}) else WAITING
 
 
 def frozen_state(catalogs: Catalogs, account: str, tool: str, param: str) -> str:
     """What a frozen value does now (:func:`toolcrib.policy.frozen.frozen_status`), by ``catalogs``
-    (``gw.catalogs``)."""
+    (``gw.catalog.tools``)."""
     stored = catalogs.get(account, {}).get(tool)
     return frozen_status(None if stored is None else stored.record.input_schema, param)
 
 
 async def add_restriction(
-    gw: Gateway,
+    storage: Storage,
     *,
     effect: str,
     target_kind: str,
@@ -90,21 +92,21 @@ async def add_restriction(
     require_operation(actor, "restrictions:write", "create")
     rule = Rule(new_rule_id(), effect, target_kind, target, connector, account, tool)  # type: ignore[arg-type]
     validate_rule(rule)
-    if target_kind == "user" and await member_store.get_member(gw.store.db, target) is None:
+    if target_kind == "user" and await member_store.get_member(storage.db, target) is None:
         raise ConfigError(f"no member named {target!r}")
-    await store.insert_restriction(gw.store.db, dataclasses.asdict(rule))
+    await store.insert_restriction(storage.db, dataclasses.asdict(rule))
     return rule
 
 
-async def list_restrictions(gw: Gateway, actor: Principal) -> list[Rule]:
+async def list_restrictions(policy_cache: PolicyCache, actor: Principal) -> list[Rule]:
     require_operation(actor, "restrictions:read", "list")
-    await gw.policy.reload()
-    return list((await gw.policy.current()).rules)
+    await policy_cache.reload()
+    return list((await policy_cache.current()).rules)
 
 
-async def remove_restriction(gw: Gateway, rule_id: str, actor: Principal) -> None:
+async def remove_restriction(storage: Storage, rule_id: str, actor: Principal) -> None:
     require_operation(actor, "restrictions:write", "delete")
-    if not await store.delete_restriction(gw.store.db, rule_id):
+    if not await store.delete_restriction(storage.db, rule_id):
         raise NotFound(f"no restriction {rule_id!r}")
 
 
@@ -206,8 +208,8 @@ async def unclassify_tool(gw: Gateway, account: str, tool: str, actor: Principal
     await gw.policy.reload()
 
 
-async def list_classifications(gw: Gateway, actor: Principal) -> dict[tuple[str, str], str]:
+async def list_classifications(policy_cache: PolicyCache, actor: Principal) -> dict[tuple[str, str], str]:
     """Every classification override: ``(account, tool) -> risk``."""
     require_operation(actor, "connections:write", "list")
-    await gw.policy.reload()
-    return dict((await gw.policy.current()).overrides)
+    await policy_cache.reload()
+    return dict((await policy_cache.current()).overrides)

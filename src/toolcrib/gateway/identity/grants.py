@@ -19,7 +19,7 @@ from typing import Any
 
 from toolcrib.auth.tokens import new_grant_id
 from toolcrib.errors import NotFound, PermissionRequired, Unauthenticated
-from toolcrib.gateway.core import Gateway
+from toolcrib.gateway.storage import Storage
 from toolcrib.policy.classify import classify_operation
 from toolcrib.policy.gates import Principal, require_operation, require_scope_for
 from toolcrib.policy.roles import has_permission
@@ -59,7 +59,9 @@ def grant_view(g: GrantRow, extra: dict[str, Any] | None = None) -> dict[str, An
     return view
 
 
-async def list_grants(gw: Gateway, principal: Principal, member: str | None = None) -> list[dict[str, Any]]:
+async def list_grants(
+    storage: Storage, principal: Principal, member: str | None = None
+) -> list[dict[str, Any]]:
     """``member``'s grants (all members' with ``members:read``); one's own without it."""
     if has_permission(principal.role, "members:read"):
         require_operation(principal, "members:read", "list")
@@ -68,18 +70,18 @@ async def list_grants(gw: Gateway, principal: Principal, member: str | None = No
         if member not in (None, principal.member):
             raise PermissionRequired("members:read", "only your own grants without members:read")
         member = principal.member
-    rows = await store.list_grants(gw.store.db, member)
-    extra = await oauth_store.grant_details(gw.store.db, [g.id for g in rows])
+    rows = await store.list_grants(storage.db, member)
+    extra = await oauth_store.grant_details(storage.db, [g.id for g in rows])
     return [grant_view(g, extra.get(g.id)) for g in rows]
 
 
-async def revoke_grant(gw: Gateway, principal: Principal, grant_id: str) -> None:
+async def revoke_grant(storage: Storage, principal: Principal, grant_id: str) -> None:
     """Revoke one grant, its tokens and every grant made from it included; takes effect on their
     very next call (R-7.6, R-7.11)."""
-    grant = await store.get_grant(gw.store.db, grant_id)
+    grant = await store.get_grant(storage.db, grant_id)
     if grant is None or grant.member != principal.member:
         require_operation(principal, "members:write", "revoke")
-        holder = await store.get_member(gw.store.db, grant.member) if grant is not None else None
+        holder = await store.get_member(storage.db, grant.member) if grant is not None else None
         if (
             holder is not None
             and holder.role == "owner"
@@ -88,15 +90,15 @@ async def revoke_grant(gw: Gateway, principal: Principal, grant_id: str) -> None
             raise PermissionRequired("owners:write", "only an owner can revoke an owner's grants")
     else:
         require_scope_for(principal, classify_operation("revoke"))
-    if grant is None or not await oauth_store.revoke_grant(gw.store.db, grant_id, gw.store.clock()):
+    if grant is None or not await oauth_store.revoke_grant(storage.db, grant_id, storage.clock()):
         raise NotFound(f"no active grant {grant_id!r}")
 
 
-async def revoke_all(gw: Gateway, member: str) -> int:
+async def revoke_all(storage: Storage, member: str) -> int:
     """Every grant of ``member``, refresh tokens and sessions included, at once (R-7.9); the
     identity provider's sealed refresh token of theirs is forgotten with them (R-7.11)."""
-    revoked = await oauth_store.revoke_member_grants(gw.store.db, member, gw.store.clock())
-    await idp_vouches.forget_member(gw.store.db, member)
+    revoked = await oauth_store.revoke_member_grants(storage.db, member, storage.clock())
+    await idp_vouches.forget_member(storage.db, member)
     return revoked
 
 
@@ -109,7 +111,7 @@ def parent_of(principal: Principal) -> str | None:
 
 
 async def new_session_grant(
-    gw: Gateway,
+    storage: Storage,
     member: str,
     scopes: frozenset[str] = SCOPES,
     *,
@@ -129,13 +131,13 @@ async def new_session_grant(
     """
     from toolcrib.auth.tokens import new_token
 
-    found = await store.get_member(gw.store.db, member)
+    found = await store.get_member(storage.db, member)
     if found is None or found.status != "active":
         raise NotFound(f"no active member named {member!r}")
     token = "tcs_" + new_token().removeprefix("tcp_")
-    now = gw.store.clock()
+    now = storage.clock()
     grant = await store.insert_grant(
-        gw.store.db,
+        storage.db,
         grant_id=new_grant_id(),
         member=member,
         kind="session",

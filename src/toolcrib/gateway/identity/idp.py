@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Any
 from toolcrib.errors import ConfigError, SignInRefused
 from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.identity.grants import SESSION_SECONDS, new_session_grant
+from toolcrib.gateway.storage import Storage
 from toolcrib.policy.roles import ROLES, has_permission
 from toolcrib.policy.scopes import SCOPES
 from toolcrib.settings import Settings
@@ -176,31 +177,31 @@ async def sign_in_member(gw: Gateway, claims: Mapping[str, Any]) -> SignedIn:
         subject,
     )
     if member is None:
-        return SignedIn(await _create(gw, email, role, subject, issuer), created=True)
+        return SignedIn(await _create(gw.store, email, role, subject, issuer), created=True)
     return SignedIn(
-        await _remap(gw, member, role, {"email": email, "subject": subject, "issuer": issuer}), False
+        await _remap(gw.store, member, role, {"email": email, "subject": subject, "issuer": issuer}), False
     )
 
 
-async def _create(gw: Gateway, email: str, role: str | None, subject: str, issuer: str) -> Identity:
+async def _create(storage: Storage, email: str, role: str | None, subject: str, issuer: str) -> Identity:
     if role is None:
         raise _refused("no_role", "None of your groups gives you a role in this organization.")
     if not _NAME.match(email):
         raise _refused("email_not_a_name", "Your e-mail address cannot be used as a member name here.")
     created = await identities.insert_identity(
-        gw.store.db, name=email, role=role, email=email, subject=subject, issuer=issuer, now=gw.store.clock()
+        storage.db, name=email, role=role, email=email, subject=subject, issuer=issuer, now=storage.clock()
     )
     if not created:  # another replica created it a moment ago; it is then re-mapped like any other
-        again = await identities.find_identity(gw.store.db, issuer=issuer, subject=subject, email=email)
+        again = await identities.find_identity(storage.db, issuer=issuer, subject=subject, email=email)
         picked = _pick(again, issuer, subject)
         if picked is None:
             raise _refused("account_mismatch", "A member with this name exists.")
-        return await _remap(gw, picked, role, {"email": email, "subject": subject, "issuer": issuer})
+        return await _remap(storage, picked, role, {"email": email, "subject": subject, "issuer": issuer})
     logger.info("OIDC sign-in created member %s with role %s", email, role)
     return Identity(email, role, "active", email, subject, issuer, "oidc", False)
 
 
-async def _remap(gw: Gateway, member: Identity, role: str | None, seen: dict[str, str]) -> Identity:
+async def _remap(storage: Storage, member: Identity, role: str | None, seen: dict[str, str]) -> Identity:
     if member.status != "active":
         raise _refused(f"member_{member.status}", f"Your membership is {member.status}.")
     keep = member.role_pinned or member.role == "owner"
@@ -212,7 +213,7 @@ async def _remap(gw: Gateway, member: Identity, role: str | None, seen: dict[str
         changes["role"] = new_role
         logger.info("OIDC sign-in re-mapped member %s from %s to %s", member.name, member.role, new_role)
     if changes:
-        await identities.update_identity(gw.store.db, member.name, **changes)
+        await identities.update_identity(storage.db, member.name, **changes)
     if not keep and role is None:
         raise _refused("no_role", "None of your groups gives you a role in this organization any more.")
     return Identity(
@@ -253,8 +254,8 @@ async def refresh_member(
 async def _vouched_for(gw: Gateway, member: Identity, client: OIDCClient | None) -> Identity:
     """The member as the provider says now, or as it stands while the provider's last word is
     recent enough; SignInRefused when the provider refuses the person or has not vouched in time."""
-    vouch = await _vouch_of(gw, member)
-    token = _open_token(gw, vouch.refresh_sealed)
+    vouch = await _vouch_of(gw.store, member)
+    token = _open_token(gw.store, vouch.refresh_sealed)
     if token is not None and client is not None:
         asked = await _ask(gw, member, client, vouch, token, again=True)
         if asked is not None:
@@ -266,8 +267,8 @@ async def _vouched_for(gw: Gateway, member: Identity, client: OIDCClient | None)
     return member
 
 
-async def _vouch_of(gw: Gateway, member: Identity) -> idp_vouches.Vouch:
-    vouch = await idp_vouches.get_vouch(gw.store.db, member.name)
+async def _vouch_of(storage: Storage, member: Identity) -> idp_vouches.Vouch:
+    vouch = await idp_vouches.get_vouch(storage.db, member.name)
     if vouch is None or (vouch.issuer, vouch.subject) != (member.issuer, member.subject):
         raise _refused("not_vouched", "The identity provider has not vouched for you here; sign in again.")
     return vouch
@@ -286,8 +287,8 @@ async def _ask(
             return None
         assert vouch.refresh_sealed is not None
         if not await idp_vouches.forget(gw.store.db, member.name, vouch.refresh_sealed) and again:
-            newer = await _vouch_of(gw, member)  # a sign-in or another replica stored a new token
-            newer_token = _open_token(gw, newer.refresh_sealed)
+            newer = await _vouch_of(gw.store, member)  # a sign-in or another replica stored a new token
+            newer_token = _open_token(gw.store, newer.refresh_sealed)
             if newer_token is not None:
                 return await _ask(gw, member, client, newer, newer_token, again=False)
         raise _refused("provider_refused", "The identity provider no longer vouches for you.") from exc
@@ -297,9 +298,9 @@ async def _ask(
     return remapped
 
 
-def _open_token(gw: Gateway, sealed: str | None) -> str | None:
+def _open_token(storage: Storage, sealed: str | None) -> str | None:
     try:
-        token = gw.store.box.open(sealed)
+        token = storage.box.open(sealed)
     except ConfigError:  # sealed under another key: as if the provider had given none
         return None
     return token if isinstance(token, str) and token else None
@@ -313,7 +314,7 @@ async def _remap_fresh(gw: Gateway, member: Identity, claims: Mapping[str, Any])
         raise _refused("account_mismatch", "The identity provider names someone else.")
     email = _email(claims, gw.settings) if "email" in claims else (member.email or member.name)
     seen = {"email": email, "subject": subject, "issuer": issuer}
-    return await _remap(gw, member, role_for(claims, gw.settings), seen)
+    return await _remap(gw.store, member, role_for(claims, gw.settings), seen)
 
 
 def session_scopes(role: str) -> frozenset[str]:
@@ -329,13 +330,13 @@ def session_scopes(role: str) -> frozenset[str]:
     return frozenset(scopes)
 
 
-async def mint_session(gw: Gateway, member: Identity) -> str:
+async def mint_session(storage: Storage, member: Identity) -> str:
     """A short-lived sign-in session (8 h) for the signed-in member: its token, given to the
     console's or the sign-in's cookie, never shown; within what the member's role can use."""
     if member.role not in ROLES:
         raise ConfigError(f"member {member.name!r} has an unknown role")
     scopes = session_scopes(member.role) or frozenset({"mcp:read"})
-    return await new_session_grant(gw, member.name, scopes)
+    return await new_session_grant(storage, member.name, scopes)
 
 
 async def complete_sign_in(
@@ -365,6 +366,6 @@ async def complete_sign_in(
         refresh_sealed=gw.store.box.seal(answer.refresh_token) if answer.refresh_token else None,
         now=gw.store.clock(),
     )
-    token = await mint_session(gw, signed.member)
+    token = await mint_session(gw.store, signed.member)
     logger.info("OIDC sign-in of %s (%s)", signed.member.name, signed.member.role)
     return signed, token

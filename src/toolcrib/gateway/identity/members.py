@@ -20,8 +20,8 @@ from toolcrib.errors import (
     ScopeRequired,
     Unauthenticated,
 )
-from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.identity import grants
+from toolcrib.gateway.storage import Storage
 from toolcrib.policy.gates import Operator, Principal, require_operation
 from toolcrib.policy.roles import has_permission, require_member_change, require_role
 from toolcrib.policy.scopes import SCOPES, parse_scopes
@@ -63,90 +63,92 @@ def grant_view(g: GrantRow) -> dict[str, Any]:
     }
 
 
-async def _member(gw: Gateway, name: str) -> MemberRow:
-    member = await store.get_member(gw.store.db, name)
+async def _member(storage: Storage, name: str) -> MemberRow:
+    member = await store.get_member(storage.db, name)
     if member is None or member.status == "removed":
         raise NotFound(f"no member named {name!r}")
     return member
 
 
-async def init_owner(gw: Gateway, name: str = "owner") -> tuple[MemberRow, str]:
+async def init_owner(storage: Storage, name: str = "owner") -> tuple[MemberRow, str]:
     """Create the first owner and a token holding every scope; refuses when an owner exists."""
-    if any(m.role == "owner" for m in await store.list_members(gw.store.db)):
+    if any(m.role == "owner" for m in await store.list_members(storage.db)):
         raise ConfigError("this organization already has an owner")
-    member = await store.insert_member(gw.store.db, name, "owner")
-    _, token = await _new_token(gw, name, " ".join(sorted(SCOPES)), None, None)
+    member = await store.insert_member(storage.db, name, "owner")
+    _, token = await _new_token(storage, name, " ".join(sorted(SCOPES)), None, None)
     return member, token
 
 
-async def add_member(gw: Gateway, name: str, role: str, actor: Principal) -> MemberRow:
+async def add_member(storage: Storage, name: str, role: str, actor: Principal) -> MemberRow:
     require_operation(actor, "members:write", "invite")
     require_member_change(actor.role, target_role=role, new_role=role, active_owners=2)
     require_role(role)
     if not _MEMBER.match(name):
         raise ConfigError(f"member name {name!r} is not valid")
-    if await store.get_member(gw.store.db, name) is not None:
+    if await store.get_member(storage.db, name) is not None:
         raise ConfigError(f"a member named {name!r} already exists")
-    return await store.insert_member(gw.store.db, name, role)
+    return await store.insert_member(storage.db, name, role)
 
 
-async def list_members(gw: Gateway, actor: Principal) -> list[MemberRow]:
+async def list_members(storage: Storage, actor: Principal) -> list[MemberRow]:
     require_operation(actor, "members:read", "list")
-    return [m for m in await store.list_members(gw.store.db) if m.status != "removed"]
+    return [m for m in await store.list_members(storage.db) if m.status != "removed"]
 
 
 async def _change(
-    gw: Gateway, name: str, new_role: str | None, operation: str, actor: Principal
+    storage: Storage, name: str, new_role: str | None, operation: str, actor: Principal
 ) -> MemberRow:
     require_operation(actor, "members:write", operation)
-    target = await _member(gw, name)
+    target = await _member(storage, name)
     owners = sum(
-        1 for m in await store.list_members(gw.store.db) if m.role == "owner" and m.status == "active"
+        1 for m in await store.list_members(storage.db) if m.role == "owner" and m.status == "active"
     )
     require_member_change(actor.role, target_role=target.role, new_role=new_role, active_owners=owners)
     return target
 
 
-async def set_role(gw: Gateway, name: str, role: str, principal: Principal, *, pinned: bool = True) -> None:
+async def set_role(
+    storage: Storage, name: str, role: str, principal: Principal, *, pinned: bool = True
+) -> None:
     """Change a member's role. It is pinned (R-7.8): the identity provider's groups no longer
     re-map it at sign-in, until an admin sets a role with ``pinned=False``, which hands the role
     back to the groups at the member's next sign-in."""
     require_operation(principal, "members:write", "update_role")
     require_role(role)
-    await _change(gw, name, role, "update_role", principal)
-    await store.update_member(gw.store.db, name, role=role, role_pinned=pinned)
+    await _change(storage, name, role, "update_role", principal)
+    await store.update_member(storage.db, name, role=role, role_pinned=pinned)
 
 
-async def suspend_member(gw: Gateway, name: str, actor: Principal) -> None:
+async def suspend_member(storage: Storage, name: str, actor: Principal) -> None:
     """Takes effect on the member's next call (R-7.6): grants are checked on every request.
 
     Every grant of the member is revoked at once, OAuth refresh tokens and sign-in sessions
     included (R-7.9): reactivating the member does not bring them back."""
-    await _change(gw, name, None, "suspend", actor)
-    await store.update_member(gw.store.db, name, status="suspended")
-    await grants.revoke_all(gw, name)
+    await _change(storage, name, None, "suspend", actor)
+    await store.update_member(storage.db, name, status="suspended")
+    await grants.revoke_all(storage, name)
 
 
-async def remove_member(gw: Gateway, name: str, actor: Principal) -> None:
-    await _change(gw, name, None, "remove", actor)
-    await store.update_member(gw.store.db, name, status="removed")
-    await grants.revoke_all(gw, name)
+async def remove_member(storage: Storage, name: str, actor: Principal) -> None:
+    await _change(storage, name, None, "remove", actor)
+    await store.update_member(storage.db, name, status="removed")
+    await grants.revoke_all(storage, name)
 
 
 async def _new_token(
-    gw: Gateway, member: str, scopes: str, expires_days: float | None, actor: Principal | None
+    storage: Storage, member: str, scopes: str, expires_days: float | None, actor: Principal | None
 ) -> tuple[GrantRow, str]:
     parsed = parse_scopes(scopes)
     if not parsed:
         raise ConfigError("a token needs at least one scope")
     if expires_days is not None and expires_days <= 0:
         raise ConfigError("--expires must be a positive number of days")
-    expires_at = gw.store.clock() + expires_days * 86400 if expires_days is not None else None
+    expires_at = storage.clock() + expires_days * 86400 if expires_days is not None else None
     if actor is not None:  # None only for the first owner's token, made by init_owner
         expires_at = _within_actor_grant(actor, parsed, expires_at)
     token = new_token()
     grant = await store.insert_grant(
-        gw.store.db,
+        storage.db,
         grant_id=new_grant_id(),
         member=member,
         kind="pat",
@@ -154,7 +156,7 @@ async def _new_token(
         scopes=parsed,
         expires_at=expires_at,
         parent=grants.parent_of(actor) if actor else None,  # revoked with the actor's grant (R-7.11)
-        now=gw.store.clock(),
+        now=storage.clock(),
     )
     if grant is None:
         raise Unauthenticated("the grant creating this token has ended")
@@ -190,7 +192,7 @@ def _require_owner_reach(actor: Principal, target_role: str) -> None:
 
 
 async def create_token(
-    gw: Gateway,
+    storage: Storage,
     member: str,
     scopes: str = DEFAULT_SCOPES,
     expires_days: float | None = None,
@@ -203,37 +205,37 @@ async def create_token(
     out scopes and a lifetime its own grant holds (the operator holds every scope and no expiry).
     """
     require_operation(actor, "members:write", "create")
-    target = await _member(gw, member)
+    target = await _member(storage, member)
     _require_owner_reach(actor, target.role)
     if target.status != "active":
         raise ConfigError(f"member {member!r} is {target.status}")
-    return await _new_token(gw, member, scopes.replace(",", " "), expires_days, actor)
+    return await _new_token(storage, member, scopes.replace(",", " "), expires_days, actor)
 
 
-async def list_tokens(gw: Gateway, member: str | None = None, *, actor: Principal) -> list[GrantRow]:
+async def list_tokens(storage: Storage, member: str | None = None, *, actor: Principal) -> list[GrantRow]:
     require_operation(actor, "members:read", "list")
-    return await store.list_grants(gw.store.db, member)
+    return await store.list_grants(storage.db, member)
 
 
-async def revoke_token(gw: Gateway, grant_id: str, actor: Principal) -> None:
+async def revoke_token(storage: Storage, grant_id: str, actor: Principal) -> None:
     """Takes effect on the very next call (R-7.6). An owner's grant is revoked by owners only."""
     require_operation(actor, "members:write", "revoke")
-    grant = await store.get_grant(gw.store.db, grant_id)
-    holder = await store.get_member(gw.store.db, grant.member) if grant is not None else None
+    grant = await store.get_grant(storage.db, grant_id)
+    holder = await store.get_member(storage.db, grant.member) if grant is not None else None
     if holder is not None:
         _require_owner_reach(actor, holder.role)
-    if not await store.revoke_grant(gw.store.db, grant_id):
+    if not await store.revoke_grant(storage.db, grant_id):
         raise NotFound(f"no active grant {grant_id!r}")
 
 
-async def operator_principal(gw: Gateway, as_member: str | None = None) -> Principal:
+async def operator_principal(storage: Storage, as_member: str | None = None) -> Principal:
     """Who the command line acts as: the :class:`Operator` (the first active owner), or
     ``as_member`` with that member's role (``--as``).
 
     The operator runs on the gateway's own machine with the database in hand, so it holds every
     scope; the member's role and restrictions still apply through the one pipeline.
     """
-    listed = await store.list_members(gw.store.db)
+    listed = await store.list_members(storage.db)
     if as_member is not None:
         found = next((m for m in listed if m.name == as_member), None)
         if found is None or found.status != "active":
@@ -245,12 +247,12 @@ async def operator_principal(gw: Gateway, as_member: str | None = None) -> Princ
     return Operator(member=owner.name, role=owner.role, scopes=SCOPES, grant_id="cli")
 
 
-async def reactivate_member(gw: Gateway, name: str, actor: Principal) -> None:
+async def reactivate_member(storage: Storage, name: str, actor: Principal) -> None:
     """Undo a suspension (the admin console's "reactivate", #13): the member's unrevoked grants work
     again from their next call. Needs ``members:write`` (and ``owners:write`` for an owner)."""
     require_operation(actor, "members:write", "update")
-    target = await _member(gw, name)
+    target = await _member(storage, name)
     require_member_change(actor.role, target_role=target.role, new_role=target.role, active_owners=2)
     if target.status != "suspended":
         raise ConfigError(f"member {name!r} is {target.status}, not suspended")
-    await store.update_member(gw.store.db, name, status="active")
+    await store.update_member(storage.db, name, status="active")

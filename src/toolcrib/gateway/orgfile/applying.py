@@ -215,19 +215,19 @@ async def _connection_delete(run: _Run, change: Change) -> None:
 
 async def _member_create(run: _Run, change: Change) -> None:
     gw, actor, spec = run.gw, run.actor, change.desired
-    await members.add_member(gw, spec.name, spec.role, actor)
+    await members.add_member(gw.store, spec.name, spec.role, actor)
     run.undo.append(lambda: member_store.delete_new_member(gw.store.db, spec.name))
 
 
 async def _member_update(run: _Run, change: Change) -> None:
     gw, actor, spec, had = run.gw, run.actor, change.desired, change.current
-    await members.set_role(gw, spec.name, spec.role, actor)
-    run.undo.append(lambda: members.set_role(gw, spec.name, had.role, actor))
+    await members.set_role(gw.store, spec.name, spec.role, actor)
+    run.undo.append(lambda: members.set_role(gw.store, spec.name, had.role, actor))
 
 
 async def _member_delete(run: _Run, change: Change) -> None:
     gw, actor, had = run.gw, run.actor, change.current
-    await members.remove_member(gw, had.name, actor)
+    await members.remove_member(gw.store, had.name, actor)
     run.undo.append(lambda: member_store.update_member(gw.store.db, had.name, status=had.status))
 
 
@@ -235,7 +235,7 @@ async def _restriction_create(run: _Run, change: Change) -> None:
     gw, actor, r = run.gw, run.actor, change.desired
     kind, target = ("role", r.role) if r.role is not None else ("user", r.user)
     rule = await restrictions.add_restriction(
-        gw,
+        gw.store,
         effect=r.effect,
         target_kind=kind,
         target=target,
@@ -244,15 +244,15 @@ async def _restriction_create(run: _Run, change: Change) -> None:
         tool=r.tool,
         actor=actor,
     )
-    run.undo.append(lambda: restrictions.remove_restriction(gw, rule.id, actor))
+    run.undo.append(lambda: restrictions.remove_restriction(gw.store, rule.id, actor))
 
 
 async def _restriction_delete(run: _Run, change: Change) -> None:
     gw, actor, rule = run.gw, run.actor, change.current
-    await restrictions.remove_restriction(gw, rule.id, actor)
+    await restrictions.remove_restriction(gw.store, rule.id, actor)
     run.undo.append(
         lambda: restrictions.add_restriction(
-            gw,
+            gw.store,
             effect=rule.effect,
             target_kind=rule.target_kind,
             target=rule.target,

@@ -16,6 +16,7 @@ from toolcrib.gateway.orgfile.checks import Desired, Known, check_file
 from toolcrib.gateway.orgfile.exporting import export_text
 from toolcrib.gateway.orgfile.planning import Change, Note, notes, plan
 from toolcrib.gateway.orgfile.state import read_current
+from toolcrib.gateway.storage import Storage
 from toolcrib.policy.gates import Operator, Principal
 from toolcrib.policy.scopes import SCOPES
 from toolcrib.store import members as member_store
@@ -23,20 +24,20 @@ from toolcrib.store import members as member_store
 __all__ = ["apply_and_note", "apply_file", "export_org", "plan_file", "principal_for_file", "waiting_notes"]
 
 
-async def principal_for_file(gw: Gateway, text: str, source: str, *, create_owner: bool) -> Principal:
+async def principal_for_file(storage: Storage, text: str, source: str, *, create_owner: bool) -> Principal:
     """Who applies a file: the Operator (the first active owner). On a database with no owner
     yet, the file's first owner becomes it when ``create_owner`` (``apply``; its token is
     created by ``toolcrib tokens create``), and ``plan`` reads as an owner not yet named."""
-    listed = await member_store.list_members(gw.store.db)
+    listed = await member_store.list_members(storage.db)
     if any(m.role == "owner" and m.status == "active" for m in listed):
-        return await operator_principal(gw)
+        return await operator_principal(storage)
     owner = _first_owner(text, source)
     if not create_owner:
         return Operator(member=owner or "", role="owner", scopes=SCOPES, grant_id="cli")
     if owner is None:
         raise ConfigError("no owner yet: list one in the file's members (role: owner) or run `toolcrib init`")
-    await init_owner(gw, owner)
-    return await operator_principal(gw)
+    await init_owner(storage, owner)
+    return await operator_principal(storage)
 
 
 def _first_owner(text: str, source: str) -> str | None:

@@ -85,19 +85,19 @@ async def read_current(gw: Gateway, actor: Principal) -> Current:
             secrets.get("oauth"),
             connect_url(row.url, secrets),
         )
-    now.members = {m.name: m for m in await members.list_members(gw, actor)}
+    now.members = {m.name: m for m in await members.list_members(gw.store, actor)}
     now.removed_members = frozenset(
         m.name for m in await member_store.list_members(gw.store.db) if m.status == "removed"
     )
-    now.restrictions = await restrictions.list_restrictions(gw, actor)
+    now.restrictions = await restrictions.list_restrictions(gw.policy, actor)
     listed = await restrictions.list_frozen(gw, actor)  # the permission check, and which are secret
     snapshot = (await gw.policy.current()).frozen_values
     for item in listed:
         value = snapshot.values.get((item["account"], item["tool"]), {}).get(item["param"])
         now.frozen[(item["account"], item["tool"], item["param"])] = (value, bool(item["secret"]))
-    now.approvals = await approvals.list_approval_rules(gw, actor)
-    now.limits = await limits.list_limits(gw, actor)
-    now.classifications = await restrictions.list_classifications(gw, actor)
+    now.approvals = await approvals.list_approval_rules(gw.policy, actor)
+    now.limits = await limits.list_limits(gw.policy, actor)
+    now.classifications = await restrictions.list_classifications(gw.policy, actor)
     now.tools = {
         (account, name): stored.record.input_schema
         for account, catalog in gw.catalog.tools.items()

@@ -68,7 +68,7 @@ async def _approve(ctx: Ctx, form: FormData) -> Response:
 
 async def _decline(ctx: Ctx, form: FormData) -> Response:
     approval_id = ctx.request.path_params["approval_id"]
-    await approvals.decline(ctx.gw, approval_id, ctx.principal)
+    await approvals.decline(ctx.gw.store, approval_id, ctx.principal)
     return _answered(approval_id, "approval_declined")
 
 

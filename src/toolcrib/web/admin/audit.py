@@ -77,7 +77,7 @@ async def audit_page(ctx: Ctx, *, error: InBandError | None = None, status: int 
     stream: list[dict[str, Any]] = []
     try:
         f, given = _filter(ctx.request, number * PAGE_SIZE + 1)
-        found = await search_audit(ctx.gw, ctx.principal, f)
+        found = await search_audit(ctx.gw.store, ctx.principal, f)
         rows = found[(number - 1) * PAGE_SIZE : number * PAGE_SIZE]
         more = len(found) > number * PAGE_SIZE
         stream = await stream_state(ctx.gw, ctx.principal)  # the audit stream's sinks (R-11.4)
@@ -122,7 +122,7 @@ def export(kind: str) -> Any:
             return ctx.page("denied.html", status=403, code="permission_required")
         try:
             f, _ = _filter(request, EXPORT_ROWS)
-            rows = await search_audit(ctx.gw, ctx.principal, f)
+            rows = await search_audit(ctx.gw.store, ctx.principal, f)
         except InBandError as exc:
             return await audit_page(ctx, error=exc, status=status_for(exc.code))
         disposition = {"Content-Disposition": f'attachment; filename="toolcrib-audit.{kind}"'}

@@ -66,7 +66,7 @@ async def login(request: Request) -> Response:
         return _login(request, status=401, code="unauthenticated")
     assert isinstance(token, str)
     response = RedirectResponse("/admin", 303)
-    set_session(response, request, gw, token.strip())
+    set_session(response, request, gw.store, token.strip())
     response.delete_cookie(LOGIN_COOKIE, path="/admin")
     return response
 

@@ -43,7 +43,7 @@ async def playground_page(
         ctx.principal.role, "restrictions:read"
     )
     names = (
-        [m.name for m in await members.list_members(ctx.gw, ctx.principal)]
+        [m.name for m in await members.list_members(ctx.gw.store, ctx.principal)]
         if others
         else [ctx.principal.member]
     )

@@ -60,7 +60,7 @@ async def _suspend(ctx: Ctx, form: FormData) -> Response:
 
 
 async def _reactivate(ctx: Ctx, form: FormData) -> Response:
-    await members.reactivate_member(ctx.gw, text(form, "name") or "", ctx.principal)
+    await members.reactivate_member(ctx.gw.store, text(form, "name") or "", ctx.principal)
     return done("members", "member_reactivated")
 
 

@@ -19,12 +19,12 @@ __all__ = ["routes"]
 
 @builder("grants")
 async def grants_page(ctx: Ctx, *, error: InBandError | None = None, status: int = 200) -> Response:
-    mine = await grants.list_grants(ctx.gw, ctx.principal, ctx.principal.member)
+    mine = await grants.list_grants(ctx.gw.store, ctx.principal, ctx.principal.member)
     return ctx.page("grants.html", status=status, grants=mine, error=error_view(error))
 
 
 async def _revoke(ctx: Ctx, form: FormData) -> Response:
-    await grants.revoke_grant(ctx.gw, ctx.principal, text(form, "id") or "")
+    await grants.revoke_grant(ctx.gw.store, ctx.principal, text(form, "id") or "")
     return done("grants", "own_grant_revoked")
 
 

@@ -74,7 +74,7 @@ def _page(request: Request, offer: StartOffer, *, status: int = 200, code: str |
 async def start_page(request: Request) -> Response:
     gw: Gateway = request.app.state.gateway
     try:
-        offer = await read_start(gw, request.path_params["token"], await _signed_in(request, gw))
+        offer = await read_start(gw.store, request.path_params["token"], await _signed_in(request, gw))
     except InBandError as exc:
         return _refused(request, exc)
     return _page(request, offer)
@@ -90,8 +90,10 @@ async def confirm(request: Request) -> Response:
         if not same_origin(request, gw.settings.allowed_origins) or not csrf_ok(
             request.cookies.get(NONCE_COOKIE), form.get("nonce")
         ):
-            return _page(request, await read_start(gw, token, signed_in), status=403, code="csrf_failed")
-        url, browser = await confirm_start(gw, token, signed_in)
+            return _page(
+                request, await read_start(gw.store, token, signed_in), status=403, code="csrf_failed"
+            )
+        url, browser = await confirm_start(gw.store, token, signed_in)
     except InBandError as exc:
         return _refused(request, exc)
     response = RedirectResponse(url, 303)

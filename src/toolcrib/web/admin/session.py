@@ -21,6 +21,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from toolcrib.errors import Unauthenticated
 from toolcrib.gateway.core import Gateway
+from toolcrib.gateway.storage import Storage
 from toolcrib.policy.gates import Principal
 from toolcrib.web.cookies import is_secure, open_sealed_session, set_sealed_session
 
@@ -65,14 +66,16 @@ class Session:
     csrf: str
 
 
-def set_session(response: Response, request: Request, gw: Gateway, token: str, *, sso: bool = False) -> None:
+def set_session(
+    response: Response, request: Request, storage: Storage, token: str, *, sso: bool = False
+) -> None:
     """Sign the browser in to the console with ``token``: a personal access token pasted on the
     sign-in page, or (``sso``) the sign-in session grant the identity provider's callback minted,
     which is no bearer token anywhere else (R-7.8)."""
     set_sealed_session(
         response,
         request,
-        gw,
+        storage,
         name=COOKIE,
         path=PATH,
         max_age=MAX_AGE_SECONDS,
@@ -87,7 +90,7 @@ def clear_session(response: Response, request: Request) -> None:
 
 async def open_session(request: Request, gw: Gateway) -> Session | None:
     """The signed-in member, or None: no cookie, a cookie not ours, too old, or a dead token."""
-    data = open_sealed_session(request, gw, name=COOKIE, max_age=MAX_AGE_SECONDS)
+    data = open_sealed_session(request, gw.store, name=COOKIE, max_age=MAX_AGE_SECONDS)
     if data is None:
         return None
     try:
