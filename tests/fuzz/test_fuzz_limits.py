@@ -54,7 +54,7 @@ def fuzz(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fuzz]:
             portal.wrap_async_context_manager(asgi_client(gw)) as http,
         ):
             owner = portal.call(owner_token, gw)
-            portal.call(members.add_member, gw, "mia", "member", OPERATOR)
+            portal.call(members.add_member, gw.store, "mia", "member", OPERATOR)
             portal.call(
                 lambda: add_connection(gw, "desk", connector="Helpdesk", url=upstream.url, actor=OPERATOR)
             )
