@@ -4,10 +4,13 @@ required fields, no pydantic titles (R-10.2)."""
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
-from toolcrib.gateway.control import OPERATIONS
-from toolcrib.operations import OPERATION_SPECS, input_schema
+import pytest
+
+from toolcrib.gateway.control import OPERATIONS, _op
+from toolcrib.operations import OPERATION_SPECS, input_schema, spec
 
 BEFORE = {
     "connections__list": ("", ""),
@@ -74,3 +77,16 @@ def test_r10_2_every_operation_schema_is_the_one_written_before_from_its_model()
     for op in OPERATIONS:
         assert op.input_schema == _written(*BEFORE[f"{op.resource}__{op.operation}"])
         assert "title" not in repr(op.input_schema)
+
+
+def test_r10_2_each_handler_takes_its_operations_typed_model_and_a_dict_handler_is_refused() -> None:
+    for op in OPERATIONS:
+        assert op.arguments is spec(op.resource, op.operation).arguments
+        taken = list(inspect.signature(op.handler).parameters.values())[2].annotation
+        assert taken == op.arguments.__name__, op.handler.__name__
+
+    async def takes_a_dict(gw: Any, caller: Any, arguments: dict[str, Any]) -> Any:
+        return arguments["name"]
+
+    with pytest.raises(TypeError, match="must take Name"):
+        _op("connections", "get")(takes_a_dict)

@@ -10,6 +10,7 @@ dispatch through :class:`ControlPlane`.
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
 from collections.abc import Awaitable, Callable
@@ -26,7 +27,32 @@ from toolcrib.gateway.discovery import diagnose, learning
 from toolcrib.gateway.governance import approvals, rate_limits, restrictions
 from toolcrib.gateway.identity import grants, members
 from toolcrib.gateway.inputs import validate_input
-from toolcrib.operations import input_schema, spec
+from toolcrib.operations import (
+    Account,
+    ApprovalsSet,
+    Arguments,
+    AuditSearch,
+    ConnectionsCreate,
+    ConnectionsUpdate,
+    FrozenSet,
+    FrozenUnset,
+    GrantsCreate,
+    GrantsList,
+    Id,
+    LimitsSet,
+    MembersInvite,
+    MembersUpdateRole,
+    Name,
+    NoArguments,
+    RestrictionsCreate,
+    RestrictionsExplain,
+    ResultsRead,
+    SearchForget,
+    ToolsAccept,
+    ToolsReject,
+    input_schema,
+    spec,
+)
 from toolcrib.policy.classify import classify_operation
 from toolcrib.policy.gates import Principal, can_use_operation, require_execute, require_operation
 from toolcrib.policy.operations import permission_of
@@ -35,7 +61,8 @@ from toolcrib.store.audit import AuditFilter
 
 __all__ = ["ControlPlane", "Operation", "check_operation_input"]
 
-Handler = Callable[[Gateway, Principal, dict[str, Any]], Awaitable[Any]]
+Handler = Callable[[Gateway, Principal, Any], Awaitable[Any]]
+"""An operation's handler: the gateway, the caller, and its arguments as the operation's typed model."""
 
 _HINTS: dict[str, dict[str, bool]] = {
     # MCP's defaults are readOnlyHint false, destructiveHint true: each class states the one that differs
@@ -52,6 +79,7 @@ class Operation:
     description: str
     input_schema: dict[str, Any]
     handler: Handler
+    arguments: type[Arguments]
 
     @property
     def annotations(self) -> dict[str, bool]:
@@ -74,7 +102,10 @@ def _op(resource: str, operation: str) -> Callable[[Handler], Operation]:
     schema = input_schema(described.arguments)
 
     def wrap(handler: Handler) -> Operation:
-        return Operation(resource, operation, described.description, schema, handler)
+        taken = list(inspect.signature(handler).parameters.values())[2].annotation
+        if taken != described.arguments.__name__:  # annotations are strings here (PEP 563)
+            raise TypeError(f"{handler.__name__} must take {described.arguments.__name__}, not {taken}")
+        return Operation(resource, operation, described.description, schema, handler, described.arguments)
 
     return wrap
 
@@ -84,103 +115,99 @@ def _conn_views(rows: list[Any]) -> list[dict[str, Any]]:
 
 
 @_op("connections", "list")
-async def _connections_list(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
+async def _connections_list(gw: Gateway, caller: Principal, a: NoArguments) -> Any:
     return _conn_views(await connections.list_connections(gw, caller))
 
 
 @_op("connections", "get")
-async def _connections_get(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
-    return connections.connection_view(await connections.get_connection(gw, arguments["name"], caller))
+async def _connections_get(gw: Gateway, caller: Principal, a: Name) -> Any:
+    return connections.connection_view(await connections.get_connection(gw, a.name, caller))
 
 
 @_op("connections", "create")
-async def _connections_create(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
-    client = {k: arguments.get(k) for k in ("client_id", "client_secret", "scope", "per_member")}
+async def _connections_create(gw: Gateway, caller: Principal, a: ConnectionsCreate) -> Any:
+    client = {k: getattr(a, k) for k in ("client_id", "client_secret", "scope", "per_member")}
     row = await connections.add_connection(
         gw,
-        arguments["name"],
-        connector=arguments["connector"],
-        command=arguments.get("command"),
-        url=arguments.get("url"),
-        oauth=connections.oauth_option(arguments.get("oauth"), client),
+        a.name,
+        connector=a.connector,
+        command=a.command,
+        url=a.url,
+        oauth=connections.oauth_option(a.oauth, client),
         actor=caller,
-        pinning=arguments.get("pinning", "accept"),
+        pinning=(a.pinning if a.pinning is not None else "accept"),
     )
     return connections.connection_view(row)
 
 
 @_op("connections", "update")
-async def _connections_update(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
+async def _connections_update(gw: Gateway, caller: Principal, a: ConnectionsUpdate) -> Any:
     return connections.connection_view(
-        await connections.update_connection(
-            gw, arguments["name"], connector=arguments["connector"], actor=caller
-        )
+        await connections.update_connection(gw, a.name, connector=a.connector, actor=caller)
     )
 
 
 @_op("connections", "delete")
-async def _connections_delete(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
-    await connections.remove_connection(gw, arguments["name"], caller)
-    return {"removed": arguments["name"]}
+async def _connections_delete(gw: Gateway, caller: Principal, a: Name) -> Any:
+    await connections.remove_connection(gw, a.name, caller)
+    return {"removed": a.name}
 
 
 @_op("connections", "refresh")
-async def _connections_refresh(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
-    return connections.connection_view(await connections.refresh_connection(gw, arguments["name"], caller))
+async def _connections_refresh(gw: Gateway, caller: Principal, a: Name) -> Any:
+    return connections.connection_view(await connections.refresh_connection(gw, a.name, caller))
 
 
 @_op("members", "list")
-async def _members_list(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
+async def _members_list(gw: Gateway, caller: Principal, a: NoArguments) -> Any:
     return [members.member_view(m) for m in await members.list_members(gw.store, caller)]
 
 
 @_op("members", "invite")
-async def _members_invite(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
-    return members.member_view(
-        await members.add_member(gw.store, arguments["name"], arguments["role"], caller)
-    )
+async def _members_invite(gw: Gateway, caller: Principal, a: MembersInvite) -> Any:
+    return members.member_view(await members.add_member(gw.store, a.name, a.role, caller))
 
 
 @_op("members", "update_role")
-async def _members_update_role(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
-    pinned = arguments.get("pinned", True) is not False
-    await members.set_role(gw.store, arguments["name"], arguments["role"], caller, pinned=pinned)
-    return {"name": arguments["name"], "role": arguments["role"], "pinned": pinned}
+async def _members_update_role(gw: Gateway, caller: Principal, a: MembersUpdateRole) -> Any:
+    pinned = a.pinned is not False
+    await members.set_role(gw.store, a.name, a.role, caller, pinned=pinned)
+    return {"name": a.name, "role": a.role, "pinned": pinned}
 
 
 @_op("members", "suspend")
-async def _members_suspend(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
-    await members.suspend_member(gw.store, arguments["name"], caller)
-    return {"suspended": arguments["name"]}
+async def _members_suspend(gw: Gateway, caller: Principal, a: Name) -> Any:
+    await members.suspend_member(gw.store, a.name, caller)
+    return {"suspended": a.name}
 
 
 @_op("members", "remove")
-async def _members_remove(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
-    await members.remove_member(gw.store, arguments["name"], caller)
-    return {"removed": arguments["name"]}
+async def _members_remove(gw: Gateway, caller: Principal, a: Name) -> Any:
+    await members.remove_member(gw.store, a.name, caller)
+    return {"removed": a.name}
 
 
 @_op("grants", "list")
-async def _grants_list(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
-    return await grants.list_grants(gw.store, caller, arguments.get("member"))
+async def _grants_list(gw: Gateway, caller: Principal, a: GrantsList) -> Any:
+    return await grants.list_grants(gw.store, caller, a.member)
 
 
 @_op("grants", "create")
-async def _grants_create(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
+async def _grants_create(gw: Gateway, caller: Principal, a: GrantsCreate) -> Any:
     grant, token = await members.create_token(
-        gw.store, arguments["member"], arguments.get("scopes") or members.DEFAULT_SCOPES, actor=caller
+        gw.store, a.member, a.scopes or members.DEFAULT_SCOPES, actor=caller
     )
     return {"id": grant.id, "token": token}
 
 
 @_op("grants", "revoke")
-async def _grants_revoke(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
-    await grants.revoke_grant(gw.store, caller, arguments["id"])
-    return {"revoked": arguments["id"]}
+async def _grants_revoke(gw: Gateway, caller: Principal, a: Id) -> Any:
+    await grants.revoke_grant(gw.store, caller, a.id)
+    return {"revoked": a.id}
 
 
 @_op("restrictions", "list")
-async def _restrictions_list(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
+async def _restrictions_list(gw: Gateway, caller: Principal, a: NoArguments) -> Any:
     return [
         restrictions.rule_view(r, gw.catalog.tools)
         for r in await restrictions.list_restrictions(gw.policy, caller)
@@ -188,37 +215,35 @@ async def _restrictions_list(gw: Gateway, caller: Principal, arguments: dict[str
 
 
 @_op("restrictions", "create")
-async def _restrictions_create(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
+async def _restrictions_create(gw: Gateway, caller: Principal, a: RestrictionsCreate) -> Any:
     rule = await restrictions.add_restriction(
         gw.store,
-        effect=str(arguments["effect"]),
-        target_kind=str(arguments["target_kind"]),
-        target=str(arguments["target"]),
-        connector=arguments.get("connector"),
-        account=arguments.get("account"),
-        tool=arguments.get("tool"),
+        effect=str(a.effect),
+        target_kind=str(a.target_kind),
+        target=str(a.target),
+        connector=a.connector,
+        account=a.account,
+        tool=a.tool,
         actor=caller,
     )
     return restrictions.rule_view(rule, gw.catalog.tools)
 
 
 @_op("restrictions", "delete")
-async def _restrictions_delete(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
-    await restrictions.remove_restriction(gw.store, arguments["id"], caller)
-    return {"deleted": arguments["id"]}
+async def _restrictions_delete(gw: Gateway, caller: Principal, a: Id) -> Any:
+    await restrictions.remove_restriction(gw.store, a.id, caller)
+    return {"deleted": a.id}
 
 
 @_op("restrictions", "explain")
-async def _restrictions_explain(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
-    return await restrictions.explain_restriction(
-        gw, user=arguments.get("user"), role=arguments.get("role"), tool=arguments["tool"], actor=caller
-    )
+async def _restrictions_explain(gw: Gateway, caller: Principal, a: RestrictionsExplain) -> Any:
+    return await restrictions.explain_restriction(gw, user=a.user, role=a.role, tool=a.tool, actor=caller)
 
 
 @_op("frozen", "set")
-async def _frozen_set(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
+async def _frozen_set(gw: Gateway, caller: Principal, a: FrozenSet) -> Any:
     try:
-        value = json.loads(arguments["value"])
+        value = json.loads(a.value)
     except (ValueError, RecursionError) as exc:
         raise InvalidArguments(
             "`value` must be JSON text", [{"pointer": "/value", "message": "not JSON text"}]
@@ -226,13 +251,13 @@ async def _frozen_set(gw: Gateway, caller: Principal, arguments: dict[str, Any])
     secret = await restrictions.set_frozen(
         gw,
         caller,
-        arguments["account"],
-        arguments["tool"],
-        arguments["param"],
+        a.account,
+        a.tool,
+        a.param,
         value,
-        arguments.get("secret"),
+        a.secret,
     )
-    account, tool, param = arguments["account"], arguments["tool"], arguments["param"]
+    account, tool, param = a.account, a.tool, a.param
     status = restrictions.frozen_state(
         gw.catalog.tools, account, tool, param
     )  # waiting for the tool (R-13.8)
@@ -240,32 +265,32 @@ async def _frozen_set(gw: Gateway, caller: Principal, arguments: dict[str, Any])
 
 
 @_op("frozen", "unset")
-async def _frozen_unset(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
-    await restrictions.unset_frozen(gw, caller, arguments["account"], arguments["tool"], arguments["param"])
-    return {"unfrozen": f"{arguments['account']}__{arguments['tool']}.{arguments['param']}"}
+async def _frozen_unset(gw: Gateway, caller: Principal, a: FrozenUnset) -> Any:
+    await restrictions.unset_frozen(gw, caller, a.account, a.tool, a.param)
+    return {"unfrozen": f"{a.account}__{a.tool}.{a.param}"}
 
 
 @_op("frozen", "list")
-async def _frozen_list(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
+async def _frozen_list(gw: Gateway, caller: Principal, a: NoArguments) -> Any:
     return await restrictions.list_frozen(gw, caller)
 
 
 @_op("approvals", "set")
-async def _approvals_set(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
+async def _approvals_set(gw: Gateway, caller: Principal, a: ApprovalsSet) -> Any:
     rules = await approvals.set_approval_rule(
         gw,
-        arguments["risk"],
-        account=arguments.get("account"),
-        role=arguments.get("role"),
-        required=bool(arguments.get("required", True)),
+        a.risk,
+        account=a.account,
+        role=a.role,
+        required=bool(a.required if a.required is not None else True),
         actor=caller,
     )
     return [approvals.rule_view(r) for r in rules]
 
 
 @_op("approvals", "approve")
-async def _approvals_approve(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
-    return approvals.approval_view(await approvals.approve(gw.store, arguments["id"], caller))
+async def _approvals_approve(gw: Gateway, caller: Principal, a: Id) -> Any:
+    return approvals.approval_view(await approvals.approve(gw.store, a.id, caller))
 
 
 def _whole(value: Any) -> Any:
@@ -274,29 +299,29 @@ def _whole(value: Any) -> Any:
 
 
 @_op("limits", "set")
-async def _limits_set(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
+async def _limits_set(gw: Gateway, caller: Principal, a: LimitsSet) -> Any:
     rule = await rate_limits.set_limit(
         gw,
         caller,
-        member=arguments.get("member"),
-        role=arguments.get("role"),
-        account=arguments.get("account"),
-        tool=arguments.get("tool"),
-        per_minute=_whole(arguments.get("per_minute")),
-        per_day=_whole(arguments.get("per_day")),
+        member=a.member,
+        role=a.role,
+        account=a.account,
+        tool=a.tool,
+        per_minute=_whole(a.per_minute),
+        per_day=_whole(a.per_day),
     )
     return rate_limits.limit_view(rule)
 
 
 @_op("limits", "list")
-async def _limits_list(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
+async def _limits_list(gw: Gateway, caller: Principal, a: NoArguments) -> Any:
     return [rate_limits.limit_view(r) for r in await rate_limits.list_limits(gw.policy, caller)]
 
 
 @_op("limits", "remove")
-async def _limits_remove(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
-    await rate_limits.remove_limit(gw, caller, arguments["id"])
-    return {"removed": arguments["id"]}
+async def _limits_remove(gw: Gateway, caller: Principal, a: Id) -> Any:
+    await rate_limits.remove_limit(gw, caller, a.id)
+    return {"removed": a.id}
 
 
 def _seconds(value: float | None) -> float | None:
@@ -311,59 +336,57 @@ def _seconds(value: float | None) -> float | None:
 
 
 @_op("audit", "search")
-async def _audit_search(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
+async def _audit_search(gw: Gateway, caller: Principal, a: AuditSearch) -> Any:
     f = AuditFilter(
-        member=arguments.get("member"),
-        account=arguments.get("account"),
-        operation=arguments.get("operation"),
-        outcome=arguments.get("outcome"),
-        since=_seconds(arguments.get("since")),
-        until=_seconds(arguments.get("until")),
+        member=a.member,
+        account=a.account,
+        operation=a.operation,
+        outcome=a.outcome,
+        since=_seconds(a.since),
+        until=_seconds(a.until),
     )
     return await audit.search_audit(gw.store, caller, f)
 
 
 @_op("results", "read")
-async def _results_read(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
+async def _results_read(gw: Gateway, caller: Principal, a: ResultsRead) -> Any:
     return await results.read_result(
         gw,
         caller,
-        arguments["result_id"],
-        int(arguments.get("offset", 0)),
-        int(arguments.get("length", results.MAX_PAGE)),
+        a.result_id,
+        int(a.offset if a.offset is not None else 0),
+        int(a.length if a.length is not None else results.MAX_PAGE),
     )
 
 
 @_op("tools", "diagnose")
-async def _tools_diagnose(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
-    return await diagnose.diagnose(gw, caller, arguments["name"])
+async def _tools_diagnose(gw: Gateway, caller: Principal, a: Name) -> Any:
+    return await diagnose.diagnose(gw, caller, a.name)
 
 
 @_op("tools", "changes")
-async def _tools_changes(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
-    return await pins.list_changes(gw, caller, arguments.get("account"))
+async def _tools_changes(gw: Gateway, caller: Principal, a: Account) -> Any:
+    return await pins.list_changes(gw, caller, a.account)
 
 
 @_op("tools", "accept")
-async def _tools_accept(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
-    return await pins.accept_change(
-        gw, caller, arguments["account"], arguments["tool"], arguments.get("sha256")
-    )
+async def _tools_accept(gw: Gateway, caller: Principal, a: ToolsAccept) -> Any:
+    return await pins.accept_change(gw, caller, a.account, a.tool, a.sha256)
 
 
 @_op("tools", "reject")
-async def _tools_reject(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
-    return await pins.reject_change(gw, caller, arguments["account"], arguments["tool"])
+async def _tools_reject(gw: Gateway, caller: Principal, a: ToolsReject) -> Any:
+    return await pins.reject_change(gw, caller, a.account, a.tool)
 
 
 @_op("search", "examples")
-async def _search_examples(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
+async def _search_examples(gw: Gateway, caller: Principal, a: NoArguments) -> Any:
     return await learning.example_counts(gw, caller)
 
 
 @_op("search", "forget")
-async def _search_forget(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
-    return await learning.forget_examples(gw, caller, arguments.get("tool"))
+async def _search_forget(gw: Gateway, caller: Principal, a: SearchForget) -> Any:
+    return await learning.forget_examples(gw, caller, a.tool)
 
 
 OPERATIONS: tuple[Operation, ...] = tuple(v for v in dict(globals()).values() if isinstance(v, Operation))
@@ -486,4 +509,8 @@ class ControlPlane:
             ) from exc
         if classify_operation(op.operation) != "read":  # a write spends from the caller's limits
             await rate_limits.check_write(self._gw, principal)
-        return {"result": await op.handler(self._gw, principal, checked)}
+        # The model is built from what the schema accepted, as it came: no coercion, so every value
+        # reaches the gateway's own checks exactly as before the models (a count of 5.0, a huge
+        # time bound), and each face gets the same answer for the same input.
+        typed = op.arguments.model_construct(**checked)
+        return {"result": await op.handler(self._gw, principal, typed)}
