@@ -25,6 +25,7 @@ CORE_HOLDS = {
     "discovery.cards",
     "discovery.examples",
     "discovery.meaning",
+    "connections.registry.cache",  # what the MCP registries answered (#35)
 }
 """What ``core`` may import of its own package: the state it holds, none of it a use case."""
 BACKGROUND = {"process", "follower", "housekeeping", "connections.upstream_events"}

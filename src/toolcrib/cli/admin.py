@@ -68,7 +68,15 @@ def _pairs(items: list[str] | None, flag: str) -> dict[str, str]:
 @connections_app.command("add")
 def connections_add(
     name: str,
-    connector: str = typer.Option(..., "--connector", help="Connector label, e.g. Notion."),
+    connector: str | None = typer.Option(
+        None, "--connector", help="Connector label, e.g. Notion (from a registry: its title)."
+    ),
+    from_registry: str | None = typer.Option(
+        None, "--from-registry", help="A registry entry SERVER[@VERSION] (R-13.9), e.g. io.github.x/time."
+    ),
+    input_: list[str] | None = typer.Option(
+        None, "--input", help="KEY=VALUE an entry asks for (secret ones are sealed)."
+    ),
     command: str | None = typer.Option(
         None, "--command", help='Stdio server command, e.g. "mcp-server-time".'
     ),
@@ -109,6 +117,11 @@ def connections_add(
             )
         )
     pinning = new_tools if pin else "off"
+    if from_registry is not None:
+        _add_from_registry(name, from_registry, input_, connector, pinning, database, as_json)
+        return
+    if connector is None:
+        fail(InvalidArguments("--connector is required", [{"pointer": "/connector", "message": "required"}]))
     _check("connections", "create", name=name, connector=connector, command=command, url=url, pinning=pinning)
     env_map, header_map = _pairs(env, "--env"), _pairs(header, "--header")
     client = {
@@ -133,6 +146,40 @@ def connections_add(
             pinning=pinning,
         )
         return await _authorized(gw, row)
+
+    view = run_as_operator(database, work)
+    emit(view, as_json)
+    _exit_unless_active(view, as_json)
+
+
+def _add_from_registry(
+    name: str,
+    reference: str,
+    inputs: list[str] | None,
+    connector: str | None,
+    pinning: str,
+    database: str | None,
+    as_json: bool,
+) -> None:
+    """``connections add NAME --from-registry SERVER[@VERSION] --input KEY=VALUE ...`` (R-13.9): the
+    same operation as MCP's and REST's ``connections create`` with ``from_registry``."""
+    arguments = {
+        "name": name,
+        "from_registry": reference,
+        "inputs": inputs,
+        "connector": connector,
+        "pinning": pinning,
+    }
+    _check("connections", "create", **arguments)
+
+    async def work(gw: Gateway, op: Principal) -> dict[str, Any]:
+        from toolcrib.gateway.control import ControlPlane
+
+        given = {k: v for k, v in arguments.items() if v is not None}
+        done = await ControlPlane(gw).call(
+            op, f"{gw.settings.control_prefix}__connections__create", given, over_mcp=False
+        )
+        return dict(done["result"])
 
     view = run_as_operator(database, work)
     emit(view, as_json)

@@ -21,6 +21,8 @@ from toolcrib.gateway.audit import entries as audit
 from toolcrib.gateway.calls import results
 from toolcrib.gateway.connections import manage as connections
 from toolcrib.gateway.connections import pins
+from toolcrib.gateway.connections.registry import adding as registry
+from toolcrib.gateway.connections.registry import finding
 from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.discovery import diagnose, learning
 from toolcrib.gateway.governance import approvals, rate_limits, restrictions
@@ -95,6 +97,10 @@ async def _connections_get(gw: Gateway, caller: Principal, arguments: dict[str, 
 
 @_op("connections", "create")
 async def _connections_create(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
+    if arguments.get("from_registry") is not None:
+        return await _connections_create_from_registry(gw, caller, arguments)
+    if arguments.get("connector") is None:
+        raise InvalidArguments("`connector` is required", [{"pointer": "/connector", "message": "required"}])
     client = {k: arguments.get(k) for k in ("client_id", "client_secret", "scope", "per_member")}
     row = await connections.add_connection(
         gw,
@@ -104,6 +110,26 @@ async def _connections_create(gw: Gateway, caller: Principal, arguments: dict[st
         url=arguments.get("url"),
         oauth=connections.oauth_option(arguments.get("oauth"), client),
         actor=caller,
+        pinning=arguments.get("pinning", "accept"),
+    )
+    return connections.connection_view(row)
+
+
+async def _connections_create_from_registry(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
+    """``from_registry`` NAME[@VERSION] with ``inputs`` (R-13.9); a command or URL is not given too."""
+    given = [
+        k for k in ("command", "url", "oauth", "client_id", "client_secret") if arguments.get(k) is not None
+    ]
+    if given:
+        errors = [{"pointer": f"/{k}", "message": "not with from_registry"} for k in given]
+        raise InvalidArguments("from_registry defines the connection: give no command, url or oauth", errors)
+    row = await registry.add_from_registry(
+        gw,
+        arguments["name"],
+        arguments["from_registry"],
+        inputs=registry.parse_inputs(arguments.get("inputs")),
+        actor=caller,
+        connector=arguments.get("connector"),
         pinning=arguments.get("pinning", "accept"),
     )
     return connections.connection_view(row)
@@ -127,6 +153,35 @@ async def _connections_delete(gw: Gateway, caller: Principal, arguments: dict[st
 @_op("connections", "refresh")
 async def _connections_refresh(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
     return connections.connection_view(await connections.refresh_connection(gw, arguments["name"], caller))
+
+
+@_op("connectors", "search")
+async def _connectors_search(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
+    require_operation(caller, "connections:write", "search")
+    return await finding.search(registry.reader_of(gw), arguments["words"])
+
+
+@_op("connectors", "show")
+async def _connectors_show(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
+    require_operation(caller, "connections:write", "show")
+    return finding.entry_view(await finding.find(registry.reader_of(gw), arguments["name"]))
+
+
+@_op("connectors", "updates")
+async def _connectors_updates(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
+    return await registry.updates(gw, caller)
+
+
+@_op("connectors", "upgrade")
+async def _connectors_upgrade(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
+    row = await registry.upgrade(
+        gw,
+        arguments["name"],
+        version=arguments.get("version"),
+        inputs=registry.parse_inputs(arguments.get("inputs")),
+        actor=caller,
+    )
+    return connections.connection_view(row)
 
 
 @_op("members", "list")

@@ -26,6 +26,7 @@ import anyio
 from toolcrib.addresses import AddressPolicy
 from toolcrib.auth.tokens import new_instance_id
 from toolcrib.gateway.audit.delivery import AuditStream
+from toolcrib.gateway.connections.registry.cache import RegistryCache
 from toolcrib.gateway.discovery.cards import CardCache
 from toolcrib.gateway.discovery.examples import LearnedExamples
 from toolcrib.gateway.discovery.meaning import LiveIndex, Meaning
@@ -101,6 +102,7 @@ class Gateway:
         self.learned = LearnedExamples(db, self.index, clock, enabled=settings.search_learning != "off")
         """The store's search examples in the index's usage channel (R-5.12)."""
         self.cards = CardCache()
+        self.registry_cache = RegistryCache()  # what the MCP registries answered (R-13.9)
         self.installing = anyio.Lock()
         """Catalogs are installed and forgotten one at a time, in call order (``catalogs``)."""
         self.syncing_now: Counter[str] = Counter()
