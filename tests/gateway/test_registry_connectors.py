@@ -93,7 +93,7 @@ def _rows(db_url: str) -> list[tuple[Any, ...]]:
 
 
 def test_r13_9_search_lists_the_pypi_time_server_and_never_the_deleted_one(org: str, registry: str) -> None:
-    code, found, _ = _run(org, registry, "connectors", "search", "--words", "time")
+    code, found, _ = _run(org, registry, "connectors", "search", "time")
     assert code == 0
     names = {s["name"]: s for s in found["servers"]}
     assert "io.github.example/time" in names
@@ -115,20 +115,20 @@ def test_r13_9_search_lists_the_pypi_time_server_and_never_the_deleted_one(org: 
 
 
 def test_r13_9_show_names_the_inputs_and_marks_secrets_and_deprecation(org: str, registry: str) -> None:
-    code, shown, _ = _run(org, registry, "connectors", "show", "--name", "io.github.user/local-weather")
+    code, shown, _ = _run(org, registry, "connectors", "show", "io.github.user/local-weather")
     assert code == 0
     inputs = {i["name"]: i for i in shown["inputs"]}
     assert inputs["API_KEY"]["secret"] is True
     assert inputs["API_KEY"]["required"] is True
     assert "config_path" in inputs
-    code, old, _ = _run(org, registry, "connectors", "show", "--name", "io.github.example/remote-clock@1.0.0")
+    code, old, _ = _run(org, registry, "connectors", "show", "io.github.example/remote-clock@1.0.0")
     assert code == 0
     assert old["status"] == "deprecated"
     assert old["deprecated"]
 
 
 def test_r13_9_a_deleted_entry_is_not_offered_by_name_either(org: str, registry: str) -> None:
-    code, body, _ = _run(org, registry, "connectors", "show", "--name", "io.github.example/time-legacy")
+    code, body, _ = _run(org, registry, "connectors", "show", "io.github.example/time-legacy")
     assert code == 1
     assert _error(body)["code"] == "not_found"
     code, body, _err = _run(
@@ -320,7 +320,7 @@ def test_r13_9_a_newer_version_is_listed_and_moving_to_it_is_explicit_and_audite
 
 def test_r13_5_a_registry_is_read_through_the_address_policy(org: str, registry: str) -> None:
     code, body, _err = _run(
-        org, registry, "connectors", "search", "--words", "time", deny_private_addresses=True
+        org, registry, "connectors", "search", "time", deny_private_addresses=True
     )
     assert code == 1
     error = _error(body)
