@@ -319,10 +319,62 @@ def test_r13_9_a_newer_version_is_listed_and_moving_to_it_is_explicit_and_audite
 
 
 def test_r13_5_a_registry_is_read_through_the_address_policy(org: str, registry: str) -> None:
-    code, body, _err = _run(
-        org, registry, "connectors", "search", "time", deny_private_addresses=True
-    )
+    code, body, _err = _run(org, registry, "connectors", "search", "time", deny_private_addresses=True)
     assert code == 1
     error = _error(body)
     assert error["code"] == "upstream_error"
     assert "127.0.0.1" in error["message"]
+
+
+ORG = """
+connections:
+  - name: rc
+    from_registry: io.github.example/remote-clock@1.0.0
+    inputs: {api_key: "${env:RC_KEY}"}
+catalog:
+  allow: ["io.github.example/*"]
+"""
+
+
+def test_r13_9_the_org_file_declares_a_connection_from_a_registry_and_export_keeps_the_reference(
+    org: str, registry: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "org.yaml"
+    path.write_text(ORG)
+    env = {**_env(registry), "RC_KEY": "org-file-key-31415"}
+    plan = cli(org, "plan", "-f", str(path), env=env, check=False)
+    assert plan.returncode == 2, plan.stdout + plan.stderr
+    assert "from_registry: io.github.example/remote-clock@1.0.0" in plan.stdout
+    assert "org-file-key-31415" not in plan.stdout
+    cli(org, "apply", "-f", str(path), env=env)
+    assert _rows(org) == [("rc", registry, "io.github.example/remote-clock", "1.0.0")]
+    again = cli(org, "plan", "-f", str(path), env=env, check=False)
+    assert again.returncode == 0, again.stdout
+    exported = cli(org, "export", env=env).stdout
+    assert "from_registry: io.github.example/remote-clock@1.0.0" in exported
+    assert "api_key: ${env:RC_API_KEY}" in exported
+    assert "io.github.example/*" in exported
+    assert "org-file-key-31415" not in exported
+    path.write_text(ORG.replace("@1.0.0", "@1.1.0"))
+    cli(org, "apply", "-f", str(path), env=env)
+    assert _rows(org)[0][3] == "1.1.0"
+
+
+def test_r13_9_the_org_files_allow_list_refuses_an_entry_outside_it(
+    org: str, registry: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "org.yaml"
+    path.write_text(ORG.replace("io.github.example/*", "io.github.acme/*"))
+    env = {**_env(registry), "RC_KEY": "k"}
+    done = cli(org, "apply", "-f", str(path), env=env, check=False)
+    assert done.returncode == 1
+    assert _rows(org) == []
+    path.write_text('catalog:\n  allow: ["io.github.acme/*"]\n')
+    cli(org, "apply", "-f", str(path), env=env)  # the list alone, kept for every face
+    ref = "io.github.example/remote-clock"
+    code, body, _ = _run(
+        org, registry, "connections", "add", "rc", "--from-registry", ref, "--input", "api_key=k"
+    )
+    assert code == 1
+    assert _error(body)["code"] == "restricted"
+    assert _rows(org) == []

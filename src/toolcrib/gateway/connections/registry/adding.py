@@ -31,6 +31,7 @@ from toolcrib.gateway.connections.registry.finding import Found, Reader, find
 from toolcrib.gateway.core import Gateway
 from toolcrib.policy.gates import Principal, require_operation
 from toolcrib.settings import Settings
+from toolcrib.store import catalog_allow
 from toolcrib.store import connections as store
 from toolcrib.store.connections import ConnectionRow
 
@@ -67,7 +68,8 @@ def parse_inputs(words: str | Sequence[str] | None) -> dict[str, str]:
 
 
 def check_allowed(settings: Settings, name: str, extra: Sequence[str] = ()) -> None:
-    """The organization's allow list (settings, and the organization file's): empty allows all."""
+    """The organization's allow list (settings, and the organization file's ``extra``): both empty
+    allows all; otherwise the entry matches a pattern of one of them."""
     patterns = [*settings.registry_allow, *extra]
     if patterns and not any(fnmatch.fnmatchcase(name, p) for p in patterns):
         raise Restricted(f"{name!r} is not on the organization's list of registry entries that may be added")
@@ -128,7 +130,7 @@ async def add_from_registry(
     the connection ``name``, its secret inputs sealed like any credential (R-13.3)."""
     require_operation(actor, "connections:write", "create")
     found = await find(reader_of(gw), reference)
-    check_allowed(gw.settings, found.entry.name, allow)
+    check_allowed(gw.settings, found.entry.name, allow or await catalog_allow.read_allow(gw.db))
     entry = _checked(found)
     launch = launch_of(entry.server, inputs)
     label = connector or str(entry.server.get("title") or entry.name)[:80]
@@ -205,7 +207,13 @@ async def updates(gw: Gateway, actor: Principal) -> list[dict[str, Any]]:
 
 
 async def upgrade(
-    gw: Gateway, name: str, *, version: str | None, inputs: Mapping[str, str], actor: Principal
+    gw: Gateway,
+    name: str,
+    *,
+    version: str | None,
+    inputs: Mapping[str, str],
+    actor: Principal,
+    allow: Sequence[str] = (),
 ) -> ConnectionRow:
     """Move connection ``name`` to ``version`` of its registry entry (the latest when none): an
     explicit, audited act. Inputs not given again keep the connection's sealed env and header
@@ -219,7 +227,7 @@ async def upgrade(
         )
     reference = current.registry_name + (f"@{version}" if version else "")
     found = await find(reader_of(gw), reference)
-    check_allowed(gw.settings, found.entry.name)
+    check_allowed(gw.settings, found.entry.name, allow or await catalog_allow.read_allow(gw.db))
     entry = _checked(found)
     stored = await store.get_connection(gw.db, name)
     assert stored is not None
