@@ -18,6 +18,7 @@ from urllib.parse import quote, urlencode
 
 from toolcrib.addresses import AddressPolicy
 from toolcrib.catalog.registry_launch import input_specs
+from toolcrib.catalog.sanitize import sanitize_text
 from toolcrib.catalog.server_json import Entry, entry_of, split_reference
 from toolcrib.errors import InvalidArguments, NotFound, UpstreamError
 from toolcrib.gateway.connections.registry.cache import Answer, RegistryCache
@@ -135,8 +136,8 @@ def entry_view(found: Found) -> dict[str, Any]:
     entry, server = found.entry, found.entry.server
     view: dict[str, Any] = {
         "name": entry.name,
-        "title": server.get("title") if isinstance(server.get("title"), str) else None,
-        "description": server.get("description"),
+        "title": _text(server.get("title"), 100),
+        "description": _text(server.get("description"), 300),
         "version": entry.version,
         "status": entry.status,
         "registry": found.registry,
@@ -158,6 +159,11 @@ def entry_view(found: Found) -> dict[str, Any]:
     except InvalidArguments as exc:
         view["addable"], view["problems"] = False, exc.errors
     return view
+
+
+def _text(value: Any, limit: int) -> str | None:
+    """A registry's free text as a face shows it: sanitized and bounded (it is someone else's)."""
+    return sanitize_text(value, limit) if isinstance(value, str) else None
 
 
 def _transports(server: dict[str, Any]) -> list[str]:
