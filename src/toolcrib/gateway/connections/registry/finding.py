@@ -83,10 +83,18 @@ async def search(reader: Reader, words: str) -> dict[str, Any]:
     limit = reader.settings.registry_max_entries
     results: list[dict[str, Any]] = []
     registries: list[dict[str, Any]] = []
+    failures: list[UpstreamError] = []
     for registry in reader.settings.registry_url:
-        found, age = await _search_one(reader, _base(registry), words, limit)
+        try:
+            found, age = await _search_one(reader, _base(registry), words, limit)
+        except UpstreamError as exc:  # one registry down does not hide the others' entries
+            failures.append(exc)
+            registries.append({"registry": _base(registry), "error": exc.message})
+            continue
         registries.append({"registry": _base(registry), "entries": len(found), "age_seconds": age})
         results += [entry_view(Found(_base(registry), e, age)) for e in found]
+    if failures and len(failures) == len(registries):
+        raise failures[0]
     return {"query": words, "registries": registries, "servers": results}
 
 
