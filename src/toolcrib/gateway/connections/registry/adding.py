@@ -46,9 +46,13 @@ __all__ = [
 ]
 
 
-def reader_of(gw: Gateway) -> Reader:
-    """The registries as ``gw`` reads them (the glue the faces call)."""
-    return Reader(gw.settings, gw.addresses, gw.registry_cache, gw.clock)
+def reader_of(gw: Gateway, registry: str | None = None) -> Reader:
+    """The registries as ``gw`` reads them (the glue the faces call); only ``registry`` when it is
+    one of them (a connection's newer versions come from the registry it was added from)."""
+    settings = gw.settings
+    if registry is not None and registry in [u.rstrip("/") for u in settings.registry_url]:
+        settings = settings.model_copy(update={"registry_url": [registry]})
+    return Reader(settings, gw.addresses, gw.registry_cache, gw.clock)
 
 
 def parse_inputs(words: str | Sequence[str] | None) -> dict[str, str]:
@@ -181,7 +185,7 @@ async def updates(gw: Gateway, actor: Principal) -> list[dict[str, Any]]:
         if not row.registry_name or not row.registry_version:
             continue
         try:
-            latest = await find(reader_of(gw), row.registry_name)
+            latest = await find(reader_of(gw, row.registry), row.registry_name)
         except NotFound:
             out.append(
                 {
@@ -226,7 +230,7 @@ async def upgrade(
             [{"pointer": "/name", "message": "no registry entry"}],
         )
     reference = current.registry_name + (f"@{version}" if version else "")
-    found = await find(reader_of(gw), reference)
+    found = await find(reader_of(gw, current.registry), reference)
     check_allowed(gw.settings, found.entry.name, allow or await catalog_allow.read_allow(gw.db))
     entry = _checked(found)
     stored = await store.get_connection(gw.db, name)
