@@ -38,8 +38,9 @@ def connectors_search(
     database: str | None = DatabaseOption,
     as_json: bool = JsonOption,
 ) -> None:
-    """Find servers in the registries: title, version, transports, what they need; never a
-    deleted entry, deprecated ones marked."""
+    """Find servers in the registries: name, version, status, whether it may be added and what it
+    needs (``--json`` and ``connectors show`` add the title, description, transports, repository);
+    never a deleted entry, deprecated ones marked."""
     found = _call(database, "search", {"words": " ".join(words)})
     if as_json:
         emit(found, True)
@@ -51,7 +52,6 @@ def connectors_search(
             "status": s["status"],
             "addable": s["addable"],
             "needs": ", ".join(i["name"] + (" (secret)" if i["secret"] else "") for i in s.get("inputs", [])),
-            "description": s.get("description"),
         }
         for s in found["servers"]
     ]
