@@ -175,3 +175,31 @@ def test_r13_9_a_reference_is_a_plain_name_and_one_exact_version(reference: str)
     with pytest.raises(ValueError):  # noqa: PT011 - the message is for people
         split_reference(reference)
     assert split_reference("io.github.example/time@2026.10.19") == ("io.github.example/time", "2026.10.19")
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "UV_INDEX_URL",
+        "uv_index_url",
+        "NPM_CONFIG_REGISTRY",
+        "npm_config_registry",
+        "DOCKER_HOST",
+        "LD_PRELOAD",
+        "NODE_OPTIONS",
+        "PYTHONSTARTUP",
+        "PIP_INDEX_URL",
+        "HTTPS_PROXY",
+        "PATH",
+        "BASH_ENV",
+        "X=Y",
+        "A B",
+    ],
+)
+def test_r13_9_an_environment_variable_that_steers_the_runtime_is_refused(name: str) -> None:
+    problems = unsafe_parts(_pypi(environmentVariables=[{"name": name, "default": "x"}]))
+    assert "/packages/0/environmentVariables/0/name" in [p.pointer for p in problems]
+
+
+def test_r13_9_an_ordinary_environment_variable_is_fine() -> None:
+    assert unsafe_parts(_pypi(environmentVariables=[{"name": "WEATHER_API_KEY", "isSecret": True}])) == []

@@ -58,6 +58,17 @@ _SHELL = re.compile(r"[;&|`$<>(){}\\\"'*?!\[\]\x00-\x1f\x7f\n\r]")
 """Characters a shell gives meaning to. Nothing here runs a shell, but a value holding one is not
 a plain argument: a ``server.json`` carrying ``; rm -rf ~`` is refused, not passed along."""
 _IDENTIFIERS = {"pypi": _PYPI, "npm": _NPM, "oci": _OCI}
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+_STEERING = re.compile(
+    r"^(LD_|DYLD_|PYTHON|UV_|PIP_|NODE_|NPM_|YARN_|COREPACK_|DOCKER_|BUILDKIT_|BASH_|GIT_|SSL_|"
+    r"REQUESTS_CA|CURL_CA|(HTTPS?|ALL|NO|FTP)_PROXY$|(PATH|HOME|ENV|IFS|SHELL|TMPDIR|PWD|CDPATH|PERL5OPT|"
+    r"PERL5LIB|RUBYOPT|JAVA_TOOL_OPTIONS|_JAVA_OPTIONS|XDG_CONFIG_HOME|XDG_CACHE_HOME)$)",
+    re.IGNORECASE,
+)
+"""Environment variables that steer the runtime or the loader rather than the server: a registry
+entry naming one could make ``uvx``/``npx``/``docker`` fetch another package or talk to another
+daemon (``UV_INDEX_URL``, ``NPM_CONFIG_REGISTRY``, ``DOCKER_HOST``, a proxy), or load code
+(``LD_PRELOAD``, ``NODE_OPTIONS``, ``PYTHONSTARTUP``). Such an entry is refused."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,6 +197,9 @@ def _package_problems(at: str, package: Mapping[str, Any]) -> list[Problem]:
         for j, argument in enumerate(package.get(group) or []):
             found += _argument_problems(f"{at}/{group}/{j}", argument)
     for j, variable in enumerate(package.get("environmentVariables") or []):
+        name = str(variable.get("name", ""))
+        if not _ENV_NAME.match(name) or _STEERING.match(name):
+            found.append(Problem(f"{at}/environmentVariables/{j}/name", "steers the runtime or the loader"))
         if not _plain_value(variable.get("value")) or not _plain_value(variable.get("default")):
             found.append(Problem(f"{at}/environmentVariables/{j}", "its value holds shell syntax"))
     return found
