@@ -378,3 +378,23 @@ def test_r13_9_the_org_files_allow_list_refuses_an_entry_outside_it(
     assert code == 1
     assert _error(body)["code"] == "restricted"
     assert _rows(org) == []
+
+
+def test_r13_9_a_file_hash_the_runtime_cannot_check_is_refused_rather_than_run_unchecked(
+    org: str, registry: str, uvx_options: list[str]
+) -> None:
+    code, body, _ = _run(
+        org,
+        registry,
+        "connections",
+        "add",
+        "hashed",
+        "--from-registry",
+        "io.github.example/time-hashed",
+        registry_uvx_options=uvx_options,
+    )
+    assert code == 1
+    error = _error(body)
+    assert error["code"] == "invalid_arguments"
+    assert error["errors"][0]["pointer"] == "/server_json/packages/fileSha256"
+    assert _rows(org) == []

@@ -64,6 +64,8 @@ class Launch:
     env: dict[str, str] = field(default_factory=dict)
     headers: dict[str, str] = field(default_factory=dict)
     image: str | None = None
+    file_sha256: str | None = None
+    """The package file's digest as the entry declares it (``fileSha256``)."""
 
 
 def choose(server: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
@@ -131,7 +133,8 @@ def _package_launch(
                 [{"pointer": f"{at}/identifier", "message": "no tag or digest"}],
             )
         flags = [w for name in env for w in ("-e", name)]  # values come from docker's own env
-        return Launch(kind, "docker", ["run", "-i", "--rm", *flags, image, *args], None, env, image=image)
+        argv = ["run", "-i", "--rm", *flags, image, *args]
+        return Launch(kind, "docker", argv, None, env, image=image, file_sha256=_sha(package))
     if not isinstance(version, str):
         raise InvalidArguments(
             "a package without a version is not pinned",
@@ -139,7 +142,12 @@ def _package_launch(
         )
     spec = f"{identifier}=={version}" if kind == "pypi" else f"{identifier}@{version}"
     lead = ["-y"] if kind == "npm" else []
-    return Launch(kind, RUNTIMES[kind], [*lead, spec, *args], None, env)
+    return Launch(kind, RUNTIMES[kind], [*lead, spec, *args], None, env, file_sha256=_sha(package))
+
+
+def _sha(package: Mapping[str, Any]) -> str | None:
+    value = package.get("fileSha256")
+    return value if isinstance(value, str) and value else None
 
 
 class _Walk:

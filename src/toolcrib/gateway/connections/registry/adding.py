@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from toolcrib.catalog.registry_launch import Launch, input_specs, launch_of, pinned_by_digest
+from toolcrib.catalog.sanitize import sanitize_text
 from toolcrib.catalog.server_json import Entry
 from toolcrib.errors import InvalidArguments, NotFound, Restricted
 from toolcrib.gateway.audit.entries import record_admin_act
@@ -98,11 +99,10 @@ def _checked(found: Found) -> Entry:
     return entry
 
 
-def _command(settings: Settings, launch: Launch, server: Mapping[str, Any]) -> list[str]:
+def _command(settings: Settings, launch: Launch) -> list[str]:
     """The argv of a package launch: the runtime found on this host, then its words."""
     assert launch.runtime is not None
-    packages = [p for p in server.get("packages") or [] if p.get("registryType") == launch.registry_type]
-    if any(p.get("fileSha256") for p in packages[:1]):
+    if launch.file_sha256 is not None:
         raise InvalidArguments(
             f"the entry declares a fileSha256, which {launch.runtime} cannot check before running it",
             [{"pointer": "/server_json/packages/fileSha256", "message": "cannot be verified by the runtime"}],
@@ -137,7 +137,7 @@ async def add_from_registry(
     check_allowed(gw.settings, found.entry.name, allow or await catalog_allow.read_allow(gw.db))
     entry = _checked(found)
     launch = launch_of(entry.server, inputs)
-    label = connector or str(entry.server.get("title") or entry.name)[:80]
+    label = connector or sanitize_text(entry.server.get("title") or entry.name, 80) or entry.name[:80]
     origin = {"registry": found.registry, "registry_name": entry.name, "registry_version": entry.version}
     if launch.url is not None:
         row = await manage.add_connection(
@@ -152,7 +152,7 @@ async def add_from_registry(
             registry_inputs=inputs,
         )
     else:
-        command = _command(gw.settings, launch, entry.server)
+        command = _command(gw.settings, launch)
         row = await manage.add_connection(
             gw,
             name,
@@ -243,7 +243,7 @@ async def upgrade(
             gw, name, url=launch.url, headers=launch.headers, actor=actor, registry_inputs=merged
         )
     else:
-        command = _command(gw.settings, launch, entry.server)
+        command = _command(gw.settings, launch)
         row = await manage.update_connection(
             gw, name, command=command, env=launch.env, actor=actor, registry_inputs=merged
         )
