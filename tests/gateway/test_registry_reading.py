@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 from tests.e2e.inprocess import open_gateway, serve_asgi, settings_for
 from tests.fixtures.registry_server import load_entries, registry_app
 
@@ -18,6 +19,7 @@ from toolcrib.errors import UpstreamError
 from toolcrib.gateway.connections.registry.adding import reader_of
 from toolcrib.gateway.connections.registry.finding import search
 from toolcrib.gateway.core import Gateway
+from toolcrib.settings import Settings
 
 pytestmark = pytest.mark.anyio
 
@@ -86,3 +88,27 @@ async def test_r13_9_one_registry_down_does_not_hide_the_others(tmp_path: Path) 
         assert found["registries"][0]["registry"] == dead
         assert "error" in found["registries"][0]
         assert "io.github.example/time" in {s["name"] for s in found["servers"]}
+
+
+@pytest.mark.parametrize(
+    ("given", "urls"),
+    [
+        ("https://mcp.acme.example", ["https://mcp.acme.example"]),
+        ("https://a.example, https://b.example", ["https://a.example", "https://b.example"]),
+        ('["https://a.example"]', ["https://a.example"]),
+    ],
+)
+def test_r13_9_registry_url_is_one_url_a_comma_list_or_a_json_list(
+    given: str, urls: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TOOLCRIB_REGISTRY_URL", given)
+    assert Settings().registry_url == urls
+
+
+@pytest.mark.parametrize("given", ["", "ftp://x.example", "file:///etc/passwd", "not a url"])
+def test_r13_9_a_registry_url_that_is_not_http_is_a_settings_error(
+    given: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TOOLCRIB_REGISTRY_URL", given)
+    with pytest.raises(ValidationError):
+        Settings()
