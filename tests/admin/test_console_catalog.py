@@ -1,5 +1,6 @@
-"""The console's Add from catalog page (#35, R-13.9): search the registries, add an entry with its
-inputs (a secret one in a password field, sealed and never shown again)."""
+"""The console's Add from catalog page (#35, R-13.9), on SQLite and PostgreSQL: search the
+registries, add an entry with its inputs (a secret one in a password field, sealed and never shown
+again, the registry entry recorded on the connection)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from tests.e2e.inprocess import open_gateway, owner_token, serve_asgi, settings_
 from tests.fixtures.registry_server import load_entries, registry_app
 from toolcrib.store import connections as store
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("on_each_store")]
 
 
 @asynccontextmanager
