@@ -398,3 +398,15 @@ def test_r13_9_a_file_hash_the_runtime_cannot_check_is_refused_rather_than_run_u
     assert error["code"] == "invalid_arguments"
     assert error["errors"][0]["pointer"] == "/server_json/packages/fileSha256"
     assert _rows(org) == []
+
+
+def test_r13_9_from_registry_defines_the_connection_alone(org: str, registry: str) -> None:
+    ref = "io.github.example/remote-clock"
+    code, body, _ = _run(
+        org, registry, "connections", "add", "rc", "--from-registry", ref, "--url", "http://x.example/"
+    )
+    assert code == 1
+    error = _error(body)
+    assert error["code"] == "invalid_arguments"
+    assert error["errors"][0]["pointer"] == "/url"
+    assert _rows(org) == []

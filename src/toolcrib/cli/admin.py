@@ -118,7 +118,17 @@ def connections_add(
         )
     pinning = new_tools if pin else "off"
     if from_registry is not None:
-        _add_from_registry(name, from_registry, input_, connector, pinning, database, as_json)
+        client = {
+            "client_id": client_id,
+            "client_secret": client_secret,
+            "scope": scope,
+            "per_member": per_member,
+        }
+        oauth_value = connections.oauth_option(oauth, client)
+        given = {"--command": command, "--url": url, "--env": env, "--header": header}
+        _add_from_registry(
+            name, from_registry, input_, connector, pinning, given, oauth_value, database, as_json
+        )
         return
     if connector is None:
         fail(InvalidArguments("--connector is required", [{"pointer": "/connector", "message": "required"}]))
@@ -158,28 +168,38 @@ def _add_from_registry(
     inputs: list[str] | None,
     connector: str | None,
     pinning: str,
+    given: dict[str, Any],
+    oauth_value: bool | dict[str, Any] | None,
     database: str | None,
     as_json: bool,
 ) -> None:
     """``connections add NAME --from-registry SERVER[@VERSION] --input KEY=VALUE ...`` (R-13.9): the
-    same operation as MCP's and REST's ``connections create`` with ``from_registry``."""
-    arguments = {
-        "name": name,
-        "from_registry": reference,
-        "inputs": inputs,
-        "connector": connector,
-        "pinning": pinning,
-    }
-    _check("connections", "create", **arguments)
+    gateway function MCP's and REST's ``connections create`` with ``from_registry`` call; with
+    ``--oauth`` the authorization is waited for here, as for any URL (the flow lives in this
+    process). A ``--command``, ``--url``, ``--env`` or ``--header`` beside it is refused."""
+    from toolcrib.gateway.connections.registry import adding
+
+    extra = [flag for flag, value in given.items() if value]
+    if extra:
+        errors = [
+            {"pointer": "/" + f.removeprefix("--"), "message": "not with --from-registry"} for f in extra
+        ]
+        fail(InvalidArguments(f"--from-registry defines the connection: not with {', '.join(extra)}", errors))
+    arguments = {"name": name, "from_registry": reference, "inputs": inputs, "connector": connector}
+    _check("connections", "create", **arguments, pinning=pinning)
 
     async def work(gw: Gateway, op: Principal) -> dict[str, Any]:
-        from toolcrib.gateway.control import ControlPlane
-
-        given = {k: v for k, v in arguments.items() if v is not None}
-        done = await ControlPlane(gw).call(
-            op, f"{gw.settings.control_prefix}__connections__create", given, over_mcp=False
+        row = await adding.add_from_registry(
+            gw,
+            name,
+            reference,
+            inputs=adding.parse_inputs(inputs),
+            actor=op,
+            connector=connector,
+            pinning=pinning,
+            oauth=oauth_value,
         )
-        return dict(done["result"])
+        return await _authorized(gw, row)
 
     view = run_as_operator(database, work)
     emit(view, as_json)

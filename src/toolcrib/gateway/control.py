@@ -116,13 +116,13 @@ async def _connections_create(gw: Gateway, caller: Principal, arguments: dict[st
 
 
 async def _connections_create_from_registry(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
-    """``from_registry`` NAME[@VERSION] with ``inputs`` (R-13.9); a command or URL is not given too."""
-    given = [
-        k for k in ("command", "url", "oauth", "client_id", "client_secret") if arguments.get(k) is not None
-    ]
+    """``from_registry`` NAME[@VERSION] with ``inputs`` (R-13.9); a command or URL is not given too.
+    A remote that authorizes with OAuth takes ``oauth`` and its client fields as any URL does."""
+    given = [k for k in ("command", "url") if arguments.get(k) is not None]
     if given:
         errors = [{"pointer": f"/{k}", "message": "not with from_registry"} for k in given]
-        raise InvalidArguments("from_registry defines the connection: give no command, url or oauth", errors)
+        raise InvalidArguments("from_registry defines the connection: give no command or url", errors)
+    client = {k: arguments.get(k) for k in ("client_id", "client_secret", "scope", "per_member")}
     row = await registry.add_from_registry(
         gw,
         arguments["name"],
@@ -131,6 +131,7 @@ async def _connections_create_from_registry(gw: Gateway, caller: Principal, argu
         actor=caller,
         connector=arguments.get("connector"),
         pinning=arguments.get("pinning", "accept"),
+        oauth=connections.oauth_option(arguments.get("oauth"), client),
     )
     return connections.connection_view(row)
 

@@ -129,9 +129,11 @@ async def add_from_registry(
     connector: str | None = None,
     pinning: str = "accept",
     allow: Sequence[str] = (),
+    oauth: bool | Mapping[str, Any] | None = None,
 ) -> ConnectionRow:
     """Add the registry entry ``reference`` (``NAME[@VERSION]``, the latest when no version) as
-    the connection ``name``, its secret inputs sealed like any credential (R-13.3)."""
+    the connection ``name``, its secret inputs sealed like any credential (R-13.3). ``oauth`` is
+    for a remote that authorizes with OAuth 2.1 (#14), as ``add_connection`` takes it."""
     require_operation(actor, "connections:write", "create")
     found = await find(reader_of(gw), reference)
     check_allowed(gw.settings, found.entry.name, allow or await catalog_allow.read_allow(gw.db))
@@ -146,6 +148,7 @@ async def add_from_registry(
             connector=label,
             url=launch.url,
             headers=launch.headers,
+            oauth=oauth,
             actor=actor,
             pinning=pinning,
             origin=origin,
@@ -157,6 +160,7 @@ async def add_from_registry(
             gw,
             name,
             connector=label,
+            oauth=oauth,  # refused for a command, as for any stdio connection
             command=command,
             env=launch.env,
             actor=actor,
