@@ -50,7 +50,7 @@ async def get_json(url: str, *, addresses: AddressPolicy, settings: Settings) ->
         raise UpstreamError(f"the registry at {host} did not answer within {seconds:g} s") from exc
     except Exception as exc:  # httpx2's and the network's errors: their text stays in the log
         raise UpstreamError(f"the registry at {host} could not be read") from exc
-    try:
-        return json.loads(bytes(body))
+    try:  # up to registry_max_bytes of JSON: parsed off the event loop
+        return await anyio.to_thread.run_sync(json.loads, bytes(body))
     except (ValueError, RecursionError) as exc:
         raise UpstreamError(f"the registry at {host} answered something that is not JSON") from exc

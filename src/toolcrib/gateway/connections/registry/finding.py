@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlencode
 
+import anyio
+
 from toolcrib.addresses import AddressPolicy
 from toolcrib.catalog.registry_launch import input_specs
 from toolcrib.catalog.sanitize import sanitize_text
@@ -109,13 +111,16 @@ async def _search_one(reader: Reader, base: str, words: str, limit: int) -> tupl
         answer = await reader.get(f"{base}/v0.1/servers?{urlencode(query)}")
         age = max(age, reader.age(answer))
         items, cursor = _items(answer.body)
-        for item in items:
-            entry = entry_of(item)
-            if entry is not None and entry.status != "deleted":
-                found.append(entry)
+        found += await anyio.to_thread.run_sync(_offered, items)  # schema checks: CPU, off the loop
         if cursor is None or len(found) >= limit:
             break
     return found[:limit], age
+
+
+def _offered(items: list[Any]) -> list[Entry]:
+    """The entries of a page that may be offered: checked, the deleted ones left out."""
+    entries = (entry_of(item) for item in items)
+    return [e for e in entries if e is not None and e.status != "deleted"]
 
 
 async def find(reader: Reader, reference: str) -> Found:
@@ -130,7 +135,7 @@ async def find(reader: Reader, reference: str) -> Found:
             answer = await reader.get(_base(registry) + path)
         except NotFound:
             continue
-        entry = entry_of(answer.body)
+        entry = await anyio.to_thread.run_sync(entry_of, answer.body)
         if entry is None or entry.name != name or (version and entry.version != version):
             raise UpstreamError("the registry answered an entry other than the one asked for")
         if entry.status == "deleted":
