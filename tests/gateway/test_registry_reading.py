@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from tests.e2e.inprocess import open_gateway, serve_asgi, settings_for
 from tests.fixtures.registry_server import load_entries, registry_app
 
-from toolcrib.errors import UpstreamError
+from toolcrib.errors import AddressRefused, UpstreamError
 from toolcrib.gateway.connections.registry.adding import reader_of
 from toolcrib.gateway.connections.registry.finding import search
 from toolcrib.gateway.core import Gateway
@@ -112,3 +112,12 @@ def test_r13_9_a_registry_url_that_is_not_http_is_a_settings_error(
     monkeypatch.setenv("TOOLCRIB_REGISTRY_URL", given)
     with pytest.raises(ValidationError):
         Settings()
+
+
+async def test_r13_5_a_registry_at_a_metadata_address_is_never_called(tmp_path: Path) -> None:
+    now = [1_800_000_000.0]
+    urls = ["http://169.254.169.254", "http://metadata.google.internal"]
+    async with _reading(tmp_path, now, registry_url=urls) as (gw, log):
+        with pytest.raises(AddressRefused):
+            await search(reader_of(gw), "time")
+        assert _requests(log) == []
