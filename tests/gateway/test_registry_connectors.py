@@ -121,6 +121,9 @@ def test_r13_9_show_names_the_inputs_and_marks_secrets_and_deprecation(org: str,
     assert inputs["API_KEY"]["secret"] is True
     assert inputs["API_KEY"]["required"] is True
     assert "config_path" in inputs
+    assert (
+        shown["runs"] == "npx -y @modelcontextprotocol/server-weather@1.0.0 --port 8080"
+    )  # what it would run
     code, old, _ = _run(org, registry, "connectors", "show", "io.github.example/remote-clock@1.0.0")
     assert code == 0
     assert old["status"] == "deprecated"

@@ -11,6 +11,7 @@ that fails is listed as not addable, with why.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -19,10 +20,10 @@ from urllib.parse import quote, urlencode
 import anyio
 
 from toolcrib.addresses import AddressPolicy
-from toolcrib.catalog.registry_launch import input_specs
+from toolcrib.catalog.registry_launch import input_specs, launch_of
 from toolcrib.catalog.sanitize import sanitize_text
 from toolcrib.catalog.server_json import Entry, entry_of, split_reference
-from toolcrib.errors import InvalidArguments, NotFound, UpstreamError
+from toolcrib.errors import InBandError, InvalidArguments, NotFound, UpstreamError
 from toolcrib.gateway.connections.registry.cache import Answer, RegistryCache
 from toolcrib.gateway.connections.registry.fetch import get_json
 from toolcrib.settings import Settings
@@ -167,11 +168,26 @@ def entry_view(found: Found) -> dict[str, Any]:
         view["problems"] = [p.as_error() for p in entry.problems]
         return view
     try:
-        view["inputs"] = [spec.view() for spec in input_specs(server)]
+        specs = input_specs(server)
+        view["inputs"] = [spec.view() for spec in specs]
         view["addable"] = True
     except InvalidArguments as exc:
         view["addable"], view["problems"] = False, exc.errors
+        return view
+    view["runs"] = _runs(server, {s.key: f"<{s.key}>" for s in specs if s.required and s.default is None})
     return view
+
+
+def _runs(server: dict[str, Any], placeholders: dict[str, str]) -> str | None:
+    """What adding it would connect: the URL, or the command line after the runtime's name, the
+    required inputs as ``<name>`` (the consent the schema asks for before running an entry)."""
+    try:
+        launch = launch_of(server, placeholders)
+    except InBandError:
+        return None
+    if launch.url is not None:
+        return launch.url
+    return shlex.join([str(launch.runtime), *launch.argv])
 
 
 def _text(value: Any, limit: int) -> str | None:
