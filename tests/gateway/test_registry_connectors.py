@@ -413,3 +413,17 @@ def test_r13_9_from_registry_defines_the_connection_alone(org: str, registry: st
     assert error["code"] == "invalid_arguments"
     assert error["errors"][0]["pointer"] == "/url"
     assert _rows(org) == []
+
+
+def test_r13_9_the_org_file_does_not_silently_turn_a_registry_connection_into_a_hand_defined_one(
+    org: str, registry: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "org.yaml"
+    path.write_text(ORG)
+    env = {**_env(registry), "RC_KEY": "k"}
+    cli(org, "apply", "-f", str(path), env=env)
+    path.write_text(f"connections:\n  - name: rc\n    connector: Clock\n    url: {registry}/mcp\n")
+    done = cli(org, "apply", "-f", str(path), env=env, check=False)
+    assert done.returncode == 1
+    assert "remove it and apply again" in done.stderr
+    assert _rows(org) == [("rc", registry, "io.github.example/remote-clock", "1.0.0")]

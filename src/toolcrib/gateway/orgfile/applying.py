@@ -72,7 +72,9 @@ def precheck(desired: Desired, changes: list[Change]) -> None:
         if c.kind == "connection" and c.extra.get("oauth_changed")
     ]
     problems += [
-        desired.marks.problem(c.path, "was not added from a registry: remove it and apply again")
+        desired.marks.problem(
+            c.path, "moves between a registry entry and a command or URL: remove it and apply again"
+        )
         for c in changes
         if c.kind == "connection" and c.extra.get("registry_switch")
     ]

@@ -343,6 +343,11 @@ def _connection(spec: ConnectionSpec, live: LiveConnection | None, path: Path) -
             details.append("oauth: on")
         return [Change("connection", "create", spec.name, tuple(details), path, spec)]
     row = live.row
+    if live.from_registry is not None:  # defined by hand in the file, from a registry here
+        detail = f"from_registry: {live.from_registry} -> (none)"
+        return [
+            Change("connection", "update", spec.name, (detail,), path, spec, live, {"registry_switch": True})
+        ]
     details = []
     if row.connector != spec.connector:
         details.append(f"connector: {row.connector} -> {spec.connector}")
