@@ -266,6 +266,10 @@ async def _connection_delete(run: _Run, change: Change) -> None:
             oauth=oauth,
             actor=actor,
             pinning=row.pinning,
+            origin={k: str(getattr(row, k)) for k in ("registry", "registry_name", "registry_version")}
+            if row.registry_name
+            else None,  # a connection from a registry comes back as one
+            registry_inputs=live.registry_inputs,
         )
     )
 
