@@ -25,16 +25,26 @@ def remote() -> Iterator[Process]:
 
 
 @pytest.fixture(scope="module")
+def newer() -> Iterator[Process]:
+    """The server of remote-clock 1.1.0: its ``echo_message`` takes one more parameter."""
+    started = start_fixture_http({"FIXTURE_VARIANT": "loud"})
+    yield started
+    started.stop()
+
+
+@pytest.fixture(scope="module")
 def marker(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("marker") / "pwned"
 
 
 @pytest.fixture(scope="module")
-def registry(remote: Process, marker: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def registry(
+    remote: Process, newer: Process, marker: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
     port = free_port()
     log = tmp_path_factory.mktemp("registry") / "requests.log"
     argv = [PYTHON, "-m", "tests.fixtures.registry_server", "--port", str(port)]
-    argv += ["--remote-url", remote.url, "--marker", str(marker), "--log", str(log)]
+    argv += ["--remote-url", remote.url, "--newer-url", newer.url, "--marker", str(marker), "--log", str(log)]
     proc = subprocess.Popen(argv, cwd=ROOT, env=env_for(), stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"
     wait_http(base + "/v0.1/servers", proc=proc)
@@ -316,6 +326,8 @@ def test_r13_9_a_newer_version_is_listed_and_moving_to_it_is_explicit_and_audite
     assert moved["status"] == "active"
     code, listed, _ = _run(org, registry, "connectors", "updates")
     assert listed == []
+    changes = json.loads(cli(org, "tools", "changes", "--json").stdout)
+    assert [c["tool"] for c in changes] == ["echo_message"]  # the new version's changed tool is held (R-13.4)
     audit = json.loads(cli(org, "audit", "search", "--operation", "connectors__upgrade", "--json").stdout)
     assert len(audit) == 1
     assert audit[0]["outcome"] == "ok"
