@@ -191,6 +191,7 @@ USED_BY_NAME = {
     "psycopg": (SRC / "settings.py", "postgresql+psycopg"),
     "mcp-server-time": (SRC / "cli" / "quickstart.py", '"mcp-server-time"'),
     "mcp-server-git": (SRC / "cli" / "quickstart.py", '"mcp-server-git"'),
+    "uv": (SRC / "catalog" / "registry_launch.py", '"pypi": "uvx"'),  # a registry's PyPI servers (#35)
 }
 
 

@@ -45,7 +45,9 @@ class Id(Arguments):
 
 class ConnectionsCreate(Arguments):
     name: str
-    connector: str
+    connector: str | None = None
+    from_registry: str | None = None
+    inputs: Argv | None = None
     command: Argv | None = None
     url: str | None = None
     oauth: bool | None = None
@@ -54,6 +56,16 @@ class ConnectionsCreate(Arguments):
     client_secret: str | None = None
     scope: str | None = None
     pinning: str | None = None
+
+
+class ConnectorsSearch(Arguments):
+    words: str
+
+
+class ConnectorsUpgrade(Arguments):
+    name: str
+    version: str | None = None
+    inputs: Argv | None = None
 
 
 class ConnectionsUpdate(Arguments):
@@ -184,12 +196,17 @@ OPERATION_SPECS = _specs(
     (
         "connections",
         "create",
-        "Connect an MCP server (command or url); oauth answers an authorize_url.",
+        "Connect an MCP server (command, url, or from_registry NAME[@VERSION] with inputs KEY=VALUE);"
+        " oauth answers an authorize_url.",
         ConnectionsCreate,
     ),
     ("connections", "update", "Relabel a connection.", ConnectionsUpdate),
     ("connections", "delete", "Remove a connection.", Name),
     ("connections", "refresh", "Re-read its tools.", Name),
+    ("connectors", "search", "Find servers in the MCP registries (R-13.9).", ConnectorsSearch),
+    ("connectors", "show", "A registry entry NAME[@VERSION]: what it needs.", Name),
+    ("connectors", "updates", "Connections whose registry entry is newer.", NoArguments),
+    ("connectors", "upgrade", "Move a connection to a registry version.", ConnectorsUpgrade),
     ("members", "list", "List members.", NoArguments),
     ("members", "invite", "Add a member.", MembersInvite),
     ("members", "update_role", "Change role (pinned unless pinned=false).", MembersUpdateRole),

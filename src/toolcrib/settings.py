@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 __all__ = ["Settings", "async_database_url", "field_docs"]
 
@@ -176,6 +178,44 @@ class Settings(BaseSettings):
     ``deny_private_addresses`` says (R-13.7): an anonymous request must not make the gateway call
     inside its own network."""
 
+    registry_url: Annotated[list[str], NoDecode] = Field(
+        default_factory=lambda: ["https://registry.modelcontextprotocol.io"]
+    )
+    """The MCP registries the connector catalog reads (R-13.9), each speaking the MCP Registry API
+    v0.1 (``/v0.1/servers``): the official registry by default; an organization's own
+    sub-registry instead or besides it: one URL, several separated by commas, or a JSON list
+    (``["https://mcp.example.com", "https://registry.modelcontextprotocol.io"]``). The first
+    registry that knows a server answers for it. Every fetch goes through the address policy
+    (R-13.5)."""
+
+    registry_cache_seconds: float = Field(default=300.0, ge=0, le=86_400)
+    """How long an answer of a registry is reused before it is asked again; every answer shown
+    says its age."""
+
+    registry_timeout_seconds: float = Field(default=10.0, gt=0, le=120)
+    """The longest one request to a registry may take, connecting included."""
+
+    registry_max_bytes: int = Field(default=2_000_000, ge=10_000, le=50_000_000)
+    """The largest answer read from a registry; a longer one is refused, not cut."""
+
+    registry_max_entries: int = Field(default=100, ge=1, le=1000)
+    """The most entries one search lists (the API's ``limit``); further ones are not fetched."""
+
+    registry_allow: list[str] = Field(default_factory=list)
+    """The registry entries that may be added as connections, as server-name patterns
+    (``io.github.acme/*``, ``io.modelcontextprotocol/time``). Empty: any entry. The organization
+    file's ``catalog: {allow: [...]}`` adds to this list."""
+
+    registry_require_digest: bool = False
+    """Refuse an OCI image from a registry entry unless it is pinned by digest
+    (``image@sha256:...``): a tag can be moved to other contents, a digest cannot."""
+
+    registry_uvx_options: list[str] = Field(default_factory=list)
+    """Options put before the package in a PyPI server's ``uvx`` command line, as a JSON list, e.g.
+    ``["--index-url", "https://pypi.internal/simple"]`` for an internal mirror, or ``["--offline"]``
+    where the host must not download (uv's own settings, ``uv.toml``, apply as well). They are
+    part of the stored command line, shown to owners."""
+
     trusted_proxies: list[str] = Field(default_factory=list)
     """Addresses (or CIDR ranges) of reverse proxies whose ``X-Forwarded-Proto`` and
     ``X-Forwarded-For`` are believed: behind a TLS-terminating proxy listed here, the console's
@@ -282,6 +322,25 @@ class Settings(BaseSettings):
         host, sep, port = (value or "").rpartition(":")
         if value and not (sep and host and port.isdigit() and 0 < int(port) < 65536):
             raise ValueError("audit_syslog must be host:port")
+        return value
+
+    @field_validator("registry_url", mode="before")
+    @classmethod
+    def _registry_urls(cls, value: object) -> object:
+        """One URL, a comma-separated list or a JSON list; each an http(s) URL with a host."""
+        if isinstance(value, str):
+            text = value.strip()
+            value = (
+                json.loads(text)
+                if text.startswith("[")
+                else [u.strip() for u in text.split(",") if u.strip()]
+            )
+        if not isinstance(value, list) or not value:
+            raise ValueError("registry_url: at least one http(s) URL")
+        for url in value:
+            parts = urlsplit(url) if isinstance(url, str) else None
+            if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+                raise ValueError(f"registry_url: {url!r} is not an http(s) URL with a host")
         return value
 
     @field_validator("policy_cache_seconds")

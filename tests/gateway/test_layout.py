@@ -31,6 +31,7 @@ CORE_HOLDS = {
     "storage",
     "live_catalog",
     "policy_cache",
+    "connections.registry.cache",  # what the MCP registries answered (#35)
 }
 """What ``core`` may import of its own package: the parts it holds, none of them a use case."""
 BACKGROUND = {"process", "follower", "housekeeping", "connections.upstream_events"}

@@ -15,14 +15,18 @@ from toolcrib.operations import OPERATION_SPECS, input_schema, spec
 BEFORE = {
     "connections__list": ("", ""),
     "connections__get": ("name", "name"),
-    "connections__create": (
-        "name connector command:argv url oauth:boolean per_member:boolean"
+    "connections__create": (  # #35: connector optional when from_registry names the entry
+        "name connector from_registry inputs:argv command:argv url oauth:boolean per_member:boolean"
         " client_id client_secret scope pinning",
-        "name connector",
+        "name",
     ),
     "connections__update": ("name connector", "name connector"),
     "connections__delete": ("name", "name"),
     "connections__refresh": ("name", "name"),
+    "connectors__search": ("words", "words"),
+    "connectors__show": ("name", "name"),
+    "connectors__updates": ("", ""),
+    "connectors__upgrade": ("name version inputs:argv", "name"),
     "members__list": ("", ""),
     "members__invite": ("name role", "name role"),
     "members__update_role": ("name role pinned:boolean", "name role"),

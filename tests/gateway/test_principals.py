@@ -78,6 +78,10 @@ GATEWAY_MACHINERY: dict[tuple[str, str], str] = {
         "syncing",
     ): "marks a connection this process syncs, so the follower leaves it be",
     ("follower", "follow"): "the background follower of other processes' changes",
+    (
+        "connections.registry.adding",
+        "reader_of",
+    ): "binds the registries' reader to this gateway's settings, cache and address policy; reads nothing",
     ("follower", "on_change"): "reloads what another process announced it changed",
     ("follower", "poll_interval"): "reads the settings; acts on nothing",
     ("housekeeping", "heartbeat"): "the process's heartbeat loop",

@@ -68,7 +68,15 @@ def _pairs(items: list[str] | None, flag: str) -> dict[str, str]:
 @connections_app.command("add")
 def connections_add(
     name: str,
-    connector: str = typer.Option(..., "--connector", help="Connector label, e.g. Notion."),
+    connector: str | None = typer.Option(
+        None, "--connector", help="Connector label, e.g. Notion (from a registry: its title)."
+    ),
+    from_registry: str | None = typer.Option(
+        None, "--from-registry", help="A registry entry SERVER[@VERSION] (R-13.9), e.g. io.github.x/time."
+    ),
+    input_: list[str] | None = typer.Option(
+        None, "--input", help="KEY=VALUE an entry asks for (secret ones are sealed)."
+    ),
     command: str | None = typer.Option(
         None, "--command", help='Stdio server command, e.g. "mcp-server-time".'
     ),
@@ -109,6 +117,21 @@ def connections_add(
             )
         )
     pinning = new_tools if pin else "off"
+    if from_registry is not None:
+        client = {
+            "client_id": client_id,
+            "client_secret": client_secret,
+            "scope": scope,
+            "per_member": per_member,
+        }
+        oauth_value = connections.oauth_option(oauth, client)
+        given = {"--command": command, "--url": url, "--env": env, "--header": header}
+        _add_from_registry(
+            name, from_registry, input_, connector, pinning, given, oauth_value, database, as_json
+        )
+        return
+    if connector is None:
+        fail(InvalidArguments("--connector is required", [{"pointer": "/connector", "message": "required"}]))
     _check("connections", "create", name=name, connector=connector, command=command, url=url, pinning=pinning)
     env_map, header_map = _pairs(env, "--env"), _pairs(header, "--header")
     client = {
@@ -131,6 +154,50 @@ def connections_add(
             oauth=oauth_value,
             actor=op,
             pinning=pinning,
+        )
+        return await _authorized(gw, row)
+
+    view = run_as_operator(database, work)
+    emit(view, as_json)
+    _exit_unless_active(view, as_json)
+
+
+def _add_from_registry(
+    name: str,
+    reference: str,
+    inputs: list[str] | None,
+    connector: str | None,
+    pinning: str,
+    given: dict[str, Any],
+    oauth_value: bool | dict[str, Any] | None,
+    database: str | None,
+    as_json: bool,
+) -> None:
+    """``connections add NAME --from-registry SERVER[@VERSION] --input KEY=VALUE ...`` (R-13.9): the
+    gateway function MCP's and REST's ``connections create`` with ``from_registry`` call; with
+    ``--oauth`` the authorization is waited for here, as for any URL (the flow lives in this
+    process). A ``--command``, ``--url``, ``--env`` or ``--header`` beside it is refused."""
+    from toolcrib.gateway.connections.registry import adding
+
+    extra = [flag for flag, value in given.items() if value]
+    if extra:
+        errors = [
+            {"pointer": "/" + f.removeprefix("--"), "message": "not with --from-registry"} for f in extra
+        ]
+        fail(InvalidArguments(f"--from-registry defines the connection: not with {', '.join(extra)}", errors))
+    arguments = {"name": name, "from_registry": reference, "inputs": inputs, "connector": connector}
+    _check("connections", "create", **arguments, pinning=pinning)
+
+    async def work(gw: Gateway, op: Principal) -> dict[str, Any]:
+        row = await adding.add_from_registry(
+            gw,
+            name,
+            reference,
+            inputs=adding.parse_inputs(inputs),
+            actor=op,
+            connector=connector,
+            pinning=pinning,
+            oauth=oauth_value,
         )
         return await _authorized(gw, row)
 

@@ -11,6 +11,7 @@ import typer
 from toolcrib.cli import admin, operations, orgfile, reference
 from toolcrib.cli.approvals import approvals_app
 from toolcrib.cli.common import DatabaseOption, JsonOption, console, emit, fail, run_gateway, settings_for
+from toolcrib.cli.connectors import connectors_app
 from toolcrib.cli.grants import grants_app
 from toolcrib.cli.rate_limits import limits_app
 from toolcrib.cli.search import search_app
@@ -58,6 +59,7 @@ app.add_typer(admin.audit_app, name="audit")
 app.add_typer(approvals_app, name="approvals")
 app.add_typer(grants_app, name="grants")
 app.add_typer(limits_app, name="limits")
+app.add_typer(connectors_app, name="connectors")  # the connector catalog (#35)
 orgfile.register(app)  # plan / apply / export / schema (#26)
 reference.register(app)  # config-reference, hidden: writes docs/configuration.md (#25)
 try:
@@ -245,6 +247,7 @@ operations.register(  # every control-plane operation as `toolcrib {resource} {o
         "approvals": approvals_app,
         "grants": grants_app,
         "limits": limits_app,
+        "connectors": connectors_app,
         "search": search_app,
     },
 )

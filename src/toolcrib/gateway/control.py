@@ -22,6 +22,8 @@ from toolcrib.gateway.audit import entries as audit
 from toolcrib.gateway.calls import results
 from toolcrib.gateway.connections import manage as connections
 from toolcrib.gateway.connections import pins
+from toolcrib.gateway.connections.registry import adding as registry
+from toolcrib.gateway.connections.registry import finding
 from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.discovery import diagnose, learning
 from toolcrib.gateway.governance import approvals, rate_limits, restrictions
@@ -34,6 +36,8 @@ from toolcrib.operations import (
     AuditSearch,
     ConnectionsCreate,
     ConnectionsUpdate,
+    ConnectorsSearch,
+    ConnectorsUpgrade,
     FrozenSet,
     FrozenUnset,
     GrantsCreate,
@@ -126,6 +130,10 @@ async def _connections_get(gw: Gateway, caller: Principal, a: Name) -> Any:
 
 @_op("connections", "create")
 async def _connections_create(gw: Gateway, caller: Principal, a: ConnectionsCreate) -> Any:
+    if a.from_registry is not None:
+        return await _connections_create_from_registry(gw, caller, a, a.from_registry)
+    if a.connector is None:
+        raise InvalidArguments("`connector` is required", [{"pointer": "/connector", "message": "required"}])
     client = {k: getattr(a, k) for k in ("client_id", "client_secret", "scope", "per_member")}
     row = await connections.add_connection(
         gw,
@@ -136,6 +144,29 @@ async def _connections_create(gw: Gateway, caller: Principal, a: ConnectionsCrea
         oauth=connections.oauth_option(a.oauth, client),
         actor=caller,
         pinning=(a.pinning if a.pinning is not None else "accept"),
+    )
+    return connections.connection_view(row)
+
+
+async def _connections_create_from_registry(
+    gw: Gateway, caller: Principal, a: ConnectionsCreate, source: str
+) -> Any:
+    """``from_registry`` NAME[@VERSION] with ``inputs`` (R-13.9); a command or URL is not given too.
+    A remote that authorizes with OAuth takes ``oauth`` and its client fields as any URL does."""
+    given = [k for k in ("command", "url") if getattr(a, k) is not None]
+    if given:
+        errors = [{"pointer": f"/{k}", "message": "not with from_registry"} for k in given]
+        raise InvalidArguments("from_registry defines the connection: give no command or url", errors)
+    client = {k: getattr(a, k) for k in ("client_id", "client_secret", "scope", "per_member")}
+    row = await registry.add_from_registry(
+        gw,
+        a.name,
+        source,
+        inputs=registry.parse_inputs(a.inputs),
+        actor=caller,
+        connector=a.connector,
+        pinning=(a.pinning if a.pinning is not None else "accept"),
+        oauth=connections.oauth_option(a.oauth, client),
     )
     return connections.connection_view(row)
 
@@ -156,6 +187,35 @@ async def _connections_delete(gw: Gateway, caller: Principal, a: Name) -> Any:
 @_op("connections", "refresh")
 async def _connections_refresh(gw: Gateway, caller: Principal, a: Name) -> Any:
     return connections.connection_view(await connections.refresh_connection(gw, a.name, caller))
+
+
+@_op("connectors", "search")
+async def _connectors_search(gw: Gateway, caller: Principal, a: ConnectorsSearch) -> Any:
+    require_operation(caller, "connections:write", "search")
+    return await finding.search(registry.reader_of(gw), a.words)
+
+
+@_op("connectors", "show")
+async def _connectors_show(gw: Gateway, caller: Principal, a: Name) -> Any:
+    require_operation(caller, "connections:write", "show")
+    return finding.entry_view(await finding.find(registry.reader_of(gw), a.name))
+
+
+@_op("connectors", "updates")
+async def _connectors_updates(gw: Gateway, caller: Principal, a: NoArguments) -> Any:
+    return await registry.updates(gw, caller)
+
+
+@_op("connectors", "upgrade")
+async def _connectors_upgrade(gw: Gateway, caller: Principal, a: ConnectorsUpgrade) -> Any:
+    row = await registry.upgrade(
+        gw,
+        a.name,
+        version=a.version,
+        inputs=registry.parse_inputs(a.inputs),
+        actor=caller,
+    )
+    return connections.connection_view(row)
 
 
 @_op("members", "list")

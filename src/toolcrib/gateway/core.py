@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from toolcrib.addresses import AddressPolicy
 from toolcrib.auth.tokens import new_instance_id
 from toolcrib.gateway.audit.delivery import AuditStream
+from toolcrib.gateway.connections.registry.cache import RegistryCache
 from toolcrib.gateway.discovery.cards import CardCache
 from toolcrib.gateway.discovery.examples import LearnedExamples
 from toolcrib.gateway.discovery.handles import HeldHandles
@@ -77,6 +78,7 @@ class Gateway:
         """The store's search examples in the index's usage channel (R-5.12)."""
         self.cards = CardCache()
         self.handles = HeldHandles(self.store, settings.handle_ttl_seconds)
+        self.registry_cache = RegistryCache()  # what the MCP registries answered (R-13.9)
         self._upstreams: Upstreams | None = None
         self.buckets = buckets_for(db)  # rate-limit buckets (R-7.10)
         self.bearers = Bearers(self.store, _jwt_verifier(settings))

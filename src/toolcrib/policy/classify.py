@@ -81,9 +81,13 @@ _ORDER: dict[str, int] = {"read": 0, "write": 1, "destructive": 2, "forbidden": 
 _WORDS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+")
 
 _OPERATIONS: dict[str, Risk] = {
-    **dict.fromkeys(("list", "get", "search", "read", "explain", "diagnose", "changes", "examples"), "read"),
     **dict.fromkeys(
-        ("create", "update", "set", "invite", "refresh", "update_role", "accept", "reject"), "write"
+        ("list", "get", "search", "read", "explain", "diagnose", "changes", "examples", "show", "updates"),
+        "read",
+    ),
+    **dict.fromkeys(
+        ("create", "update", "set", "invite", "refresh", "update_role", "accept", "reject", "upgrade"),
+        "write",
     ),
     **dict.fromkeys(("delete", "remove", "revoke", "suspend", "unset", "forget"), "destructive"),
 }

@@ -24,6 +24,8 @@ __all__ = ["OPERATIONS", "SELF_SERVICE", "permission_for", "permission_of"]
 OPERATIONS: dict[tuple[str, str], str] = {
     **{("connections", op): "connections:read" for op in ("list", "get")},
     **{("connections", op): "connections:write" for op in ("create", "update", "delete", "refresh")},
+    # The connector catalog: finding and adding servers is connection administration
+    **{("connectors", op): "connections:write" for op in ("search", "show", "updates", "upgrade")},
     ("members", "list"): "members:read",
     **{("members", op): "members:write" for op in ("invite", "update_role", "suspend", "remove")},
     ("grants", "list"): "members:read",

@@ -43,6 +43,10 @@ class ConnectionRow:
     never read from the store (the column once held a shareable link; it is only cleared now)."""
     pinning: str = "accept"
     """What a sync does with a tool new to it (R-13.4): ``accept``, ``review``, or ``off`` (no pins)."""
+    registry: str | None = None
+    """The registry it was added from (its base URL, R-13.9); ``None`` for one defined by hand."""
+    registry_name: str | None = None
+    registry_version: str | None = None
 
 
 @dataclass(slots=True)

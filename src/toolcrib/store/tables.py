@@ -72,6 +72,10 @@ connections = Table(
     Column("authorize_url", Text, nullable=True),  # the link that authorizes it, while one is pending
     # What a sync does with a tool new to this connection: accept | review | off (no pinning)
     Column("pinning", String(10), nullable=False, default="accept", server_default="accept"),
+    # The registry entry it was added from: the registry's base URL, the server's name, its version
+    Column("registry", Text, nullable=True),
+    Column("registry_name", String(200), nullable=True),
+    Column("registry_version", String(255), nullable=True),
 )
 
 tools = Table(

@@ -81,8 +81,14 @@ async def add_connection(
     oauth: bool | Mapping[str, Any] | None = None,
     actor: Principal,
     pinning: str = "accept",
+    origin: Mapping[str, str] | None = None,
+    registry_inputs: Mapping[str, str] | None = None,
 ) -> ConnectionRow:
     """Create a connection (status ``pending``) and sync its catalog at once.
+
+    ``origin`` is the registry entry it comes from (``registry``, ``registry_name``,
+    ``registry_version``: R-13.9), recorded on the row; ``registry_inputs``, the inputs it was
+    added with, are sealed with its credentials (a move to a newer version fills them again).
 
     ``pinning`` (R-13.4) says what a later sync does with a tool new to the connection: ``accept``
     it (the default), hold it for ``review``, or ``off``: no pinned definitions at all.
@@ -110,13 +116,16 @@ async def add_connection(
         transport="stdio" if d.argv is not None else "http",
         command=d.argv,
         url=None if d.url is None else public_url(d.url),  # its secrets are sealed (R-13.7)
-        secrets=gw.store.box.seal(_sealed(d)),
+        secrets=gw.store.box.seal(_sealed(d, registry_inputs)),
         status="pending",
         reason="not synced yet",
         tool_count=0,
         catalog_version=0,
         auth=None if d.oauth is None else "oauth_member" if d.oauth.get("per_member") else "oauth",
         pinning=pinning,
+        registry=(origin or {}).get("registry"),
+        registry_name=(origin or {}).get("registry_name"),
+        registry_version=(origin or {}).get("registry_version"),
     )
     await store.insert_connection(gw.store.db, row)
     gw.catalog.connections[d.name] = row
@@ -134,6 +143,7 @@ async def update_connection(
     headers: Mapping[str, str] | None = None,
     actor: Principal,
     pinning: str | None = None,
+    registry_inputs: Mapping[str, str] | None = None,
 ) -> ConnectionRow:
     """Change what is given (the rest is kept), checked like a new connection, then sync again.
 
@@ -172,7 +182,9 @@ async def update_connection(
         transport="stdio" if d.argv is not None else "http",
         command=d.argv,
         url=None if d.url is None else public_url(d.url),  # its secrets are sealed (R-13.7)
-        secrets=gw.store.box.seal(_sealed(d)),
+        secrets=gw.store.box.seal(
+            _sealed(d, secrets.get("registry_inputs") if registry_inputs is None else registry_inputs)
+        ),
         pinning=current.pinning if pinning is None else pinning,
     )
     await gw.upstreams.discard(name)
@@ -195,10 +207,12 @@ def _check_pinning(pinning: object) -> None:
         )
 
 
-def _sealed(d: Definition) -> dict[str, Any]:
-    """What a connection keeps sealed (R-13.3): its env, headers and OAuth client settings, and its
-    URL when that carries a secret (R-13.7)."""
+def _sealed(d: Definition, registry_inputs: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """What a connection keeps sealed (R-13.3): its env, headers and OAuth client settings, its
+    URL when that carries a secret (R-13.7), and the inputs it was added from a registry with."""
     secrets: dict[str, Any] = {"env": d.env, "headers": d.headers, **sealed_url(d.url)}
+    if registry_inputs:
+        secrets["registry_inputs"] = dict(registry_inputs)
     if d.oauth is not None:
         secrets["oauth"] = {k: v for k, v in d.oauth.items() if k != "per_member"}
     return secrets
@@ -450,4 +464,18 @@ def connection_view(row: ConnectionRow) -> dict[str, Any]:
         "auth": row.auth if broken is None else None,
         "pinning": row.pinning,
         "authorize_url": row.authorize_url if broken is None else None,  # the viewer's own link only
+        **_origin_view(row),
+    }
+
+
+def _origin_view(row: ConnectionRow) -> dict[str, Any]:
+    """The registry entry a connection was added from (R-13.9); nothing for one defined by hand."""
+    if not row.registry_name:
+        return {}
+    return {
+        "from_registry": {
+            "registry": row.registry,
+            "name": row.registry_name,
+            "version": row.registry_version,
+        }
     }

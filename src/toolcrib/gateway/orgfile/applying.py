@@ -33,9 +33,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from toolcrib.catalog.server_json import split_reference
 from toolcrib.errors import ToolcribError
 from toolcrib.gateway.audit.entries import record_admin_act
 from toolcrib.gateway.connections import manage as connections
+from toolcrib.gateway.connections.registry import adding as registry
 from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.governance import approvals, rate_limits, restrictions
 from toolcrib.gateway.identity import members
@@ -45,6 +47,7 @@ from toolcrib.gateway.orgfile.planning import Change, argv_of, oauth_of
 from toolcrib.gateway.orgfile.state import LiveConnection
 from toolcrib.policy.frozen import unmet_frozen
 from toolcrib.policy.gates import Principal
+from toolcrib.store import catalog_allow
 from toolcrib.store import members as member_store
 
 __all__ = ["apply_changes", "precheck"]
@@ -70,6 +73,13 @@ def precheck(desired: Desired, changes: list[Change]) -> None:
     ]
     problems += [
         desired.marks.problem(
+            c.path, "moves between a registry entry and a command or URL: remove it and apply again"
+        )
+        for c in changes
+        if c.kind == "connection" and c.extra.get("registry_switch")
+    ]
+    problems += [
+        desired.marks.problem(
             (*c.path, "name"), f"{c.name!r} was a member and was removed: choose another name"
         )
         for c in changes
@@ -84,12 +94,13 @@ async def apply_changes(gw: Gateway, actor: Principal, desired: Desired, changes
     precheck(desired, changes)
     run = _Run(gw, actor)
     try:
+        allow = await _catalog_allow(run, desired, changes)
         for change in changes:
             if change.kind == "connection" and change.action != "delete":
-                await _connection(run, change)
+                await _connection(run, change, allow)
         _catalog_check(gw, desired, changes)
         for change in changes:
-            if not (change.kind == "connection" and change.action != "delete"):
+            if change.kind != "catalog" and not (change.kind == "connection" and change.action != "delete"):
                 await _STEPS[(change.kind, change.action)](run, change)
     except BaseException:
         await _compensate(run)
@@ -106,6 +117,19 @@ async def apply_changes(gw: Gateway, actor: Principal, desired: Desired, changes
         )
 
 
+async def _catalog_allow(run: _Run, desired: Desired, changes: list[Change]) -> list[str]:
+    """The allow list of registry entries as the file sets it, written first (the file's
+    connections are checked against it); the list in force when the file has no ``catalog``."""
+    gw = run.gw
+    for change in changes:
+        if change.kind == "catalog":
+            old: list[str] = change.current
+            await catalog_allow.write_allow(gw.store.db, change.desired)
+            run.undo.append(lambda old=old: catalog_allow.write_allow(gw.store.db, old))  # type: ignore[misc]
+            return list(change.desired)
+    return await catalog_allow.read_allow(gw.store.db)
+
+
 async def _compensate(run: _Run) -> None:
     """Undo what this apply did, newest first; an undo that fails is logged and the rest go on."""
     for undo in reversed(run.undo):
@@ -116,7 +140,7 @@ async def _compensate(run: _Run) -> None:
 
 
 def _account_of(change: Change) -> str:
-    if change.kind == "connection":
+    if change.kind in ("connection", "catalog"):
         return change.name
     return str(getattr(change.desired, "account", None) or "")
 
@@ -143,8 +167,41 @@ def _catalog_check(gw: Gateway, desired: Desired, changes: list[Change]) -> None
         raise FileError(desired.source, problems)
 
 
-async def _connection(run: _Run, change: Change) -> None:
+async def _registry_connection(run: _Run, change: Change, allow: list[str]) -> None:
+    """Add or move a connection the file takes from a registry entry (R-13.9): the file's allow
+    list applies as the organization's."""
     gw, actor, spec = run.gw, run.actor, change.desired
+    if change.action == "create":
+        await registry.add_from_registry(
+            gw,
+            spec.name,
+            spec.from_registry,
+            inputs=spec.inputs,
+            actor=actor,
+            connector=spec.connector,
+            pinning=spec.pinning,
+            allow=allow,
+        )
+        run.undo.append(lambda: connections.remove_connection(gw, spec.name, actor))
+        return
+    live: LiveConnection = change.current
+    _, version = split_reference(spec.from_registry)
+    await registry.upgrade(gw, spec.name, version=version, inputs=spec.inputs, actor=actor, allow=allow)
+    if live.row.pinning != spec.pinning:
+        await connections.update_connection(gw, spec.name, actor=actor, pinning=spec.pinning)
+    row = live.row
+    run.undo.append(
+        lambda: registry.upgrade(
+            gw, row.name, version=row.registry_version, inputs=live.registry_inputs, actor=actor, allow=allow
+        )
+    )
+
+
+async def _connection(run: _Run, change: Change, allow: list[str]) -> None:
+    gw, actor, spec = run.gw, run.actor, change.desired
+    if spec.from_registry is not None:
+        await _registry_connection(run, change, allow)
+        return
     if change.action == "create":
         await connections.add_connection(
             gw,
@@ -209,6 +266,10 @@ async def _connection_delete(run: _Run, change: Change) -> None:
             oauth=oauth,
             actor=actor,
             pinning=row.pinning,
+            origin={k: str(getattr(row, k)) for k in ("registry", "registry_name", "registry_version")}
+            if row.registry_name
+            else None,  # a connection from a registry comes back as one (R-13.9)
+            registry_inputs=live.registry_inputs,
         )
     )
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from toolcrib.catalog.server_json import split_reference
 from toolcrib.errors import ConfigError, InvalidArguments
 from toolcrib.gateway.connections.definition import check_definition
 from toolcrib.gateway.identity.members import _MEMBER as MEMBER_NAME
@@ -109,6 +110,9 @@ def _objects(org: OrgFile, known: Known, marks: Marks, problems: list[Problem]) 
             add((*path, field_name), f"names the member {member!r}, who is neither in the file nor a member")
 
     for i, c in enumerate(org.connections):
+        if c.from_registry is not None or c.inputs:
+            _registry_connection(add, ("connections", i), c)
+            continue
         oauth = c.oauth.model_dump(exclude_none=True) if not isinstance(c.oauth, bool | None) else c.oauth
         _gateway_check(
             add,
@@ -144,6 +148,27 @@ def _objects(org: OrgFile, known: Known, marks: Marks, problems: list[Problem]) 
     for i, cl in enumerate(org.classifications):
         account_known(("classifications", i), cl.account)
     _duplicates(org, add)
+
+
+def _registry_connection(add: Callable[[Path, str], None], path: Path, c: Any) -> None:
+    """A connection from a registry entry (R-13.9): ``SERVER@VERSION`` (pinned: the file says which
+    version it means), its inputs, and nothing that defines it another way."""
+    if c.from_registry is None:
+        add((*path, "inputs"), "inputs are for a connection from_registry")
+        return
+    for key in ("command", "url", "oauth"):
+        if getattr(c, key) not in (None, False):
+            add((*path, key), "not with from_registry: the registry entry defines the connection")
+    for key in ("env", "headers"):
+        if getattr(c, key):
+            add((*path, key), "not with from_registry: give the entry's inputs")
+    try:
+        _, version = split_reference(c.from_registry)
+    except ValueError as exc:
+        add((*path, "from_registry"), str(exc))
+        return
+    if version is None:
+        add((*path, "from_registry"), "name the version: SERVER@VERSION")
 
 
 def _gateway_check(add: Callable[[Path, str], None], path: Path, check: Callable[[], object]) -> None:
@@ -196,6 +221,7 @@ def _resolved(
             "env": {k: value(("connections", i, "env", k), v) for k, v in c.env.items()},
             "headers": {k: value(("connections", i, "headers", k), v) for k, v in c.headers.items()},
             "url": None if c.url is None else value(("connections", i, "url"), c.url),  # R-13.7
+            "inputs": {k: value(("connections", i, "inputs", k), v) for k, v in c.inputs.items()},
         }
         if not isinstance(c.oauth, bool | None) and c.oauth.client_secret is not None:
             secret = value(("connections", i, "oauth", "client_secret"), c.oauth.client_secret)

@@ -84,6 +84,8 @@ def export_text(now: Current) -> str:
             {"account": a, "tool": t, "risk": risk} for (a, t), risk in sorted(now.classifications.items())
         ],
     }
+    if now.catalog_allow:
+        org["catalog"] = {"allow": list(now.catalog_allow)}
     header = [
         "# toolcrib organization file, written by `toolcrib export` (#26).",
         "# Check it with `toolcrib plan -f FILE`, apply it with `toolcrib apply -f FILE`.",
@@ -96,8 +98,22 @@ def export_text(now: Current) -> str:
     return "\n".join(header) + "\n" + body
 
 
+def _registry_connection(name: str, live: LiveConnection, refs: _Names) -> dict[str, Any]:
+    """A connection added from a registry keeps its reference (R-13.9); its inputs are written as
+    placeholders, like every secret-bearing value."""
+    row = live.row
+    item: dict[str, Any] = {"name": name, "connector": row.connector, "from_registry": live.from_registry}
+    if live.registry_inputs:
+        item["inputs"] = {k: refs.ref(name, k) for k in live.registry_inputs}
+    if row.pinning != "accept":
+        item["pinning"] = row.pinning
+    return item
+
+
 def _connection(name: str, live: LiveConnection, refs: _Names) -> dict[str, Any]:
     row = live.row
+    if live.from_registry is not None:
+        return _registry_connection(name, live, refs)
     item: dict[str, Any] = {"name": name, "connector": row.connector}
     if row.transport == "stdio":
         item["command"] = list(row.command or [])

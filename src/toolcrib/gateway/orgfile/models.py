@@ -27,6 +27,7 @@ from toolcrib.policy.scopes import RISKS
 
 __all__ = [
     "ApprovalSpec",
+    "CatalogSpec",
     "ClassificationSpec",
     "ConnectionSpec",
     "FrozenSpec",
@@ -59,10 +60,19 @@ class OAuthSpec(_Strict):
 
 
 class ConnectionSpec(_Strict):
-    """A connection (R-13): a stdio ``command`` or a Streamable HTTP ``url``."""
+    """A connection (R-13): a stdio ``command``, a Streamable HTTP ``url``, or a registry entry
+    ``from_registry`` with its ``inputs`` (R-13.9)."""
 
     name: str = Field(pattern=NAME.pattern, description="A unique lowercase label, e.g. `notion-legal`.")
-    connector: str = Field(description="The kind's human label, e.g. `Notion`.")
+    connector: str | None = Field(
+        None, description="The kind's human label, e.g. `Notion` (required unless from_registry)."
+    )
+    from_registry: str | None = Field(
+        None, description="A registry entry `SERVER@VERSION`, e.g. `io.github.example/time@2026.10.19`."
+    )
+    inputs: dict[str, str] = Field(
+        default_factory=dict, description="The inputs the registry entry asks for. " + SECRET_NOTE
+    )
     command: str | list[str] | None = Field(None, description="The stdio server's command line.")
     url: str | None = Field(None, description="The Streamable HTTP server's URL.")
     env: dict[str, str] = Field(
@@ -71,6 +81,12 @@ class ConnectionSpec(_Strict):
     headers: dict[str, str] = Field(default_factory=dict, description="HTTP headers. " + SECRET_NOTE)
     oauth: bool | OAuthSpec | None = Field(None, description="Authorize at the upstream with OAuth 2.1.")
     pinning: Pinning = Field("accept", description="What a sync does with a tool new to it (R-13.4).")
+
+
+class CatalogSpec(_Strict):
+    """Which registry entries may be added (R-13.9): server-name patterns; empty allows all."""
+
+    allow: list[str] = Field(default_factory=list, description="Patterns such as `io.github.acme/*`.")
 
 
 class MemberSpec(_Strict):
@@ -148,6 +164,7 @@ class OrgFile(_Strict):
     approvals: list[ApprovalSpec] = Field(default_factory=list)
     limits: list[LimitSpec] = Field(default_factory=list)
     classifications: list[ClassificationSpec] = Field(default_factory=list)
+    catalog: CatalogSpec | None = None
 
 
 def json_schema() -> dict[str, Any]:

@@ -123,6 +123,7 @@ def plan(
         _approvals(desired, now),
         _limits(desired, now),
         _classifications(desired, now),
+        _catalog(desired, now),
     )
     made = [c for section in sections for c in section[0]]
     if not prune:
@@ -278,6 +279,39 @@ def _classifications(desired: Desired, now: Current) -> _Section:
     return made, gone
 
 
+def _catalog(desired: Desired, now: Current) -> _Section:
+    """The allow list of registry entries (R-13.9): a file without ``catalog`` leaves it alone."""
+    wanted = desired.org.catalog
+    if wanted is None or list(wanted.allow) == now.catalog_allow:
+        return [], []
+    detail = f"allow: {', '.join(now.catalog_allow) or '(any)'} -> {', '.join(wanted.allow) or '(any)'}"
+    return [
+        Change("catalog", "update", "allow", (detail,), ("catalog",), list(wanted.allow), now.catalog_allow)
+    ], []
+
+
+def _registry_connection(spec: ConnectionSpec, live: LiveConnection | None, path: Path) -> list[Change]:
+    """A connection the file takes from a registry entry (R-13.9): its reference and inputs."""
+    inputs = [f"inputs.{k}: {CHANGED}" for k in spec.inputs]
+    if live is None:
+        details = [f"from_registry: {spec.from_registry}", *inputs]
+        return [Change("connection", "create", spec.name, tuple(details), path, spec)]
+    details = []
+    if live.from_registry != spec.from_registry:
+        details.append(f"from_registry: {live.from_registry or '(none)'} -> {spec.from_registry}")
+    details += _secret_pairs("inputs", live.registry_inputs, dict(spec.inputs))
+    if live.row.pinning != spec.pinning:
+        details.append(f"pinning: {live.row.pinning} -> {spec.pinning}")
+    if not details:
+        return []
+    switch = live.from_registry is None
+    return [
+        Change(
+            "connection", "update", spec.name, tuple(details), path, spec, live, {"registry_switch": switch}
+        )
+    ]
+
+
 def argv_of(spec: ConnectionSpec) -> list[str] | None:
     if spec.command is None:
         return None
@@ -294,6 +328,8 @@ def oauth_of(spec: ConnectionSpec) -> dict[str, Any] | None:
 
 
 def _connection(spec: ConnectionSpec, live: LiveConnection | None, path: Path) -> list[Change]:
+    if spec.from_registry is not None:
+        return _registry_connection(spec, live, path)
     argv = argv_of(spec)
     if live is None:
         target = f"command: {shlex.join(argv)}" if argv is not None else f"url: {public_url(spec.url or '')}"
@@ -307,6 +343,11 @@ def _connection(spec: ConnectionSpec, live: LiveConnection | None, path: Path) -
             details.append("oauth: on")
         return [Change("connection", "create", spec.name, tuple(details), path, spec)]
     row = live.row
+    if live.from_registry is not None:  # defined by hand in the file, from a registry here
+        detail = f"from_registry: {live.from_registry} -> (none)"
+        return [
+            Change("connection", "update", spec.name, (detail,), path, spec, live, {"registry_switch": True})
+        ]
     details = []
     if row.connector != spec.connector:
         details.append(f"connector: {row.connector} -> {spec.connector}")

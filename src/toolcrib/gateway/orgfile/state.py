@@ -22,6 +22,7 @@ from toolcrib.policy.approvals import ApprovalRule
 from toolcrib.policy.gates import Principal
 from toolcrib.policy.rate_limits import LimitRule
 from toolcrib.policy.rules import Rule
+from toolcrib.store import catalog_allow
 from toolcrib.store import members as member_store
 from toolcrib.store.connections import ConnectionRow
 from toolcrib.store.members import MemberRow
@@ -38,6 +39,14 @@ class LiveConnection:
     """The sealed OAuth client settings (``client_id``, ``client_secret``, ``scope``), when OAuth."""
     url: str | None = None
     """The whole URL, its secrets opened (R-13.7; ``row.url`` shows them as ``***``)."""
+    registry_inputs: dict[str, str] = field(default_factory=dict)
+    """The inputs it was added from a registry with (sealed, R-13.9)."""
+
+    @property
+    def from_registry(self) -> str | None:
+        """``SERVER@VERSION`` of the registry entry it was added from."""
+        name, version = self.row.registry_name, self.row.registry_version
+        return f"{name}@{version}" if name else None
 
 
 @dataclass(slots=True)
@@ -52,6 +61,8 @@ class Current:
     classifications: dict[tuple[str, str], str] = field(default_factory=dict)
     removed_members: frozenset[str] = frozenset()
     """Names of removed members: a removed member's name is not given to a new member."""
+    catalog_allow: list[str] = field(default_factory=list)
+    """The file's allow list of registry entries (R-13.9), as applied."""
     tools: dict[tuple[str, str], Mapping[str, Any]] = field(default_factory=dict)
     """``(account, tool) -> input schema`` of every tool listed now: policy naming any other tool
     waits for it (R-13.8)."""
@@ -84,6 +95,7 @@ async def read_current(gw: Gateway, actor: Principal) -> Current:
             dict(secrets.get("headers") or {}),
             secrets.get("oauth"),
             connect_url(row.url, secrets),
+            dict(secrets.get("registry_inputs") or {}),
         )
     now.members = {m.name: m for m in await members.list_members(gw.store, actor)}
     now.removed_members = frozenset(
@@ -98,6 +110,7 @@ async def read_current(gw: Gateway, actor: Principal) -> Current:
     now.approvals = await approvals.list_approval_rules(gw.policy, actor)
     now.limits = await limits.list_limits(gw.policy, actor)
     now.classifications = await restrictions.list_classifications(gw.policy, actor)
+    now.catalog_allow = await catalog_allow.read_allow(gw.store.db)
     now.tools = {
         (account, name): stored.record.input_schema
         for account, catalog in gw.catalog.tools.items()

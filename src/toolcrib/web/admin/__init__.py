@@ -46,6 +46,7 @@ def _console() -> ASGIApp:
         approvals,
         audit,
         auth,
+        catalog,
         changes,
         connections,
         insight,
@@ -61,6 +62,7 @@ def _console() -> ASGIApp:
     routes = [
         *auth.routes(),
         *connections.routes(),
+        *catalog.routes(),
         *changes.routes(),
         *learned.routes(),
         *members.routes(),

@@ -29,6 +29,7 @@ class NavItem:
 
 NAV: tuple[NavItem, ...] = (
     NavItem("connections", "Connections", "connections:read"),
+    NavItem("catalog", "Add from catalog", "connections:write"),  # MCP registries
     NavItem("members", "Members and tokens", "members:read"),
     NavItem("restrictions", "Restrictions", "restrictions:read"),
     NavItem("approvals", "Approvals", "restrictions:write"),  # who may approve (approvals__approve)
