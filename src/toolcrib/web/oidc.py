@@ -1,7 +1,7 @@
 """``/auth/oidc/start`` and ``/auth/oidc/callback``: sign-in at the organization's OpenID Provider
 (R-7.7, R-7.8), for the console (single sign-on) and for the authorization server's sign-in.
 
-``start`` keeps the flow's ``state``, ``nonce`` and PKCE verifier sealed (``gw.box``) in a
+``start`` keeps the flow's ``state``, ``nonce`` and PKCE verifier sealed (``gw.store.box``) in a
 short-lived cookie limited to ``/auth/oidc`` (``SameSite=Lax``: the provider sends the person back
 with a top-level GET from its own site) and sends the browser to the provider. ``callback``
 completes it (``gateway.identity.idp.complete_sign_in``) and then, for a ``next`` under ``/admin``, sets the

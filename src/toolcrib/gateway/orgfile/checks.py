@@ -3,9 +3,11 @@
 Three passes, every problem collected with its line and column (:class:`FileError`):
 
 1. the shape, by the pydantic models (:mod:`.models`: unknown keys, wrong types, vocabularies);
-2. each object by the gateway's own validators, the ones its REST, MCP and command-line faces
-   reach: a connection's ``check_definition``, a restriction's ``validate_rule``, an approval
-   rule's ``validate_approval_rule``, a limit's ``validate_limit``, a member's name pattern; then
+2. each object as the arguments of the operation that makes it, by that operation's
+   ``inputSchema`` (:mod:`.arguments`, derived from its typed model), then by the gateway's own
+   validators, the ones its REST, MCP and command-line faces reach: a connection's
+   ``check_definition``, a restriction's ``validate_rule``, an approval rule's
+   ``validate_approval_rule``, a limit's ``validate_limit``, a member's name pattern; then
    duplicates, and names a rule uses that neither the file nor the database has (an account, a
    member);
 3. secret references resolved (:mod:`.refs`): a missing one is an error naming it.
@@ -27,6 +29,7 @@ from toolcrib.catalog.server_json import split_reference
 from toolcrib.errors import ConfigError, InvalidArguments
 from toolcrib.gateway.connections.definition import check_definition
 from toolcrib.gateway.identity.members import _MEMBER as MEMBER_NAME
+from toolcrib.gateway.orgfile.arguments import SECTION_OPERATIONS, check_as_operation
 from toolcrib.gateway.orgfile.loading import FileError, Marks, Path, Problem, load_text
 from toolcrib.gateway.orgfile.models import OrgFile
 from toolcrib.gateway.orgfile.refs import Unresolved, has_reference, resolve
@@ -121,6 +124,9 @@ def _objects(org: OrgFile, known: Known, marks: Marks, problems: list[Problem]) 
                 c.name, c.connector, c.command, c.url, c.env, c.headers, o
             ),
         )
+    for section in SECTION_OPERATIONS:
+        for i, item in enumerate(getattr(org, section)):
+            _gateway_check(add, (section, i), lambda s=section, x=item: check_as_operation(s, x))  # type: ignore[misc]
     for i, m in enumerate(org.members):
         if not MEMBER_NAME.match(m.name):
             add(("members", i, "name"), "is not a valid member name")
