@@ -121,6 +121,7 @@ def test_r10_1_every_operation_has_a_permission() -> None:
     resources = {resource for resource, _ in OPERATIONS}
     assert resources == {
         "connections",
+        "connectors",
         "members",
         "grants",
         "restrictions",

@@ -458,12 +458,22 @@ def check_operation_input(resource: str, operation: str, arguments: object) -> d
     return validate_input(_BY_KEY[(resource, operation)].input_schema, arguments)
 
 
-def _signature(key: str, op: Operation) -> str:
-    """``resource__operation(required,optional?)``: an operation's inputs in a few bytes."""
+def _signature(op: Operation) -> str:
+    """``operation(required,optional?)``: an operation's inputs in a few bytes."""
     props = op.input_schema.get("properties", {})
     required = set(op.input_schema.get("required", ()))
     args = ",".join(p if p in required else p + "?" for p in props)
-    return f"{key}({args})" if args else key
+    return f"{op.operation}({args})" if args else op.operation
+
+
+def _signatures(ops: list[Operation]) -> str:
+    """Every operation's signature, grouped by resource (``members: list invite(name,role) ...``):
+    the enum of the one tool names each ``resource__operation`` already, so the resource is said
+    once per group, which keeps an owner's listing within R-10.2's 3,000 bytes."""
+    groups: dict[str, list[str]] = {}
+    for op in ops:
+        groups.setdefault(op.resource, []).append(_signature(op))
+    return "; ".join(f"{resource}: {' '.join(found)}" for resource, found in groups.items())
 
 
 def _admin_annotations(ops: list[Operation]) -> dict[str, bool]:
@@ -515,7 +525,7 @@ class ControlPlane:
         if not usable:
             return []
         keys = [f"{op.resource}__{op.operation}" for _, op in usable]
-        signatures = " ".join(_signature(k, op) for k, (_, op) in zip(keys, usable, strict=True))
+        signatures = _signatures([op for _, op in usable])
         schema = {
             "type": "object",
             "properties": {"operation": {"enum": keys}, "arguments": {"type": "object"}},
@@ -524,7 +534,8 @@ class ControlPlane:
         return [
             {
                 "name": self._admin,
-                "description": f"Admin operation with its arguments (?: optional): {signatures}",
+                "description": "Admin operation (resource__operation) with its arguments (?: optional): "
+                + signatures,
                 "inputSchema": schema,
                 "annotations": _admin_annotations([op for _, op in usable]),
             }

@@ -16,7 +16,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0013_registry_source"
+revision = "0013"
 down_revision = "0012"
 branch_labels = None
 depends_on = None
