@@ -461,17 +461,20 @@ def test_r13_9_a_pypi_file_whose_sha256_is_not_the_declared_one_is_never_install
     assert not [t for t in tools if t["name"].startswith("hashed__")]
 
 
-def test_r13_9_an_npm_file_hash_npx_cannot_check_is_refused_rather_than_run_unchecked(
-    org: str, registry: str
+@pytest.mark.parametrize(
+    ("entry", "why"), [("time-npm-hashed", "npx"), ("time-oci-hashed", "pinned by its digest")]
+)
+def test_r13_9_a_file_hash_npx_or_docker_cannot_check_is_refused_rather_than_run_unchecked(
+    org: str, registry: str, entry: str, why: str
 ) -> None:
     code, body, _ = _run(
-        org, registry, "connections", "add", "hashed", "--from-registry", "io.github.example/time-npm-hashed"
+        org, registry, "connections", "add", "hashed", "--from-registry", f"io.github.example/{entry}"
     )
     assert code == 1
     error = _error(body)
     assert error["code"] == "invalid_arguments"
     assert error["errors"][0]["pointer"] == "/server_json/packages/0/fileSha256"
-    assert "npx" in error["message"]
+    assert why in error["message"]  # says which runtime, and why it cannot
     assert _rows(org) == []
 
 
