@@ -214,7 +214,14 @@ class Settings(BaseSettings):
     """Options put before the package in a PyPI server's ``uvx`` command line, as a JSON list, e.g.
     ``["--index-url", "https://pypi.internal/simple"]`` for an internal mirror, or ``["--offline"]``
     where the host must not download (uv's own settings, ``uv.toml``, apply as well). They are
-    part of the stored command line, shown to owners."""
+    part of the stored command line, shown to owners. For an entry that declares ``fileSha256``
+    they are given to ``uv pip install`` instead (``--python`` to ``uv venv``), which checks the
+    file: keep them to index, cache and network options."""
+
+    registry_install_seconds: float = Field(default=300.0, gt=0, le=3600)
+    """The longest ``uv`` may take to create and fill the virtual environment of a PyPI entry that
+    declares ``fileSha256`` (the package's file checked against it, R-13.9); longer, the entry is
+    not added."""
 
     trusted_proxies: list[str] = Field(default_factory=list)
     """Addresses (or CIDR ranges) of reverse proxies whose ``X-Forwarded-Proto`` and

@@ -5,6 +5,7 @@ server as a remote."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 import subprocess
@@ -38,13 +39,20 @@ def marker(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The installed ``mcp-server-time`` as a wheel: the file ``time-verified`` declares the sha256 of."""
+    return wheel_of("mcp-server-time", tmp_path_factory.mktemp("wheels"))
+
+
+@pytest.fixture(scope="module")
 def registry(
-    remote: Process, newer: Process, marker: Path, tmp_path_factory: pytest.TempPathFactory
+    remote: Process, newer: Process, marker: Path, wheel: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[str]:
     port = free_port()
     log = tmp_path_factory.mktemp("registry") / "requests.log"
     argv = [PYTHON, "-m", "tests.fixtures.registry_server", "--port", str(port)]
     argv += ["--remote-url", remote.url, "--newer-url", newer.url, "--marker", str(marker), "--log", str(log)]
+    argv += ["--file-sha256", hashlib.sha256(wheel.read_bytes()).hexdigest()]
     proc = subprocess.Popen(argv, cwd=ROOT, env=env_for(), stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"
     wait_http(base + "/v0.1/servers", proc=proc)
@@ -53,10 +61,8 @@ def registry(
 
 
 @pytest.fixture(scope="module")
-def uvx_options(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+def uvx_options(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     """``uvx`` offline: the installed ``mcp-server-time`` as a wheel, the host's local indexes."""
-    wheels = tmp_path_factory.mktemp("wheels")
-    wheel_of("mcp-server-time", wheels)
     cache = tmp_path_factory.mktemp("uv-cache")
     return [
         "--offline",
@@ -64,7 +70,7 @@ def uvx_options(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
         "--cache-dir",
         str(cache),
         "--find-links",
-        str(wheels),
+        str(wheel.parent),
         *pip_sources(),
     ]
 
@@ -395,10 +401,45 @@ def test_r13_9_the_org_files_allow_list_refuses_an_entry_outside_it(
     assert _rows(org) == []
 
 
-def test_r13_9_a_file_hash_the_runtime_cannot_check_is_refused_rather_than_run_unchecked(
+def _envs(db_url: str) -> Path:
+    """Where the gateway keeps the verified environments: its data directory beside the database."""
+    return Path(db_url.removeprefix("sqlite:///")).parent / ".toolcrib" / "registry-envs"
+
+
+def test_r13_9_a_pypi_entry_whose_file_matches_its_file_sha256_is_installed_checked_and_connected(
+    org: str, registry: str, wheel: Path, uvx_options: list[str]
+) -> None:
+    sha = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    code, shown, _ = _run(org, registry, "connectors", "show", "io.github.example/time-verified")
+    assert shown["runs"].startswith(f"uv pip install mcp-server-time==2026.10.19 --hash=sha256:{sha} ")
+    code, view, err = _run(
+        org,
+        registry,
+        "connections",
+        "add",
+        "clock",
+        "--from-registry",
+        "io.github.example/time-verified",
+        registry_uvx_options=uvx_options,
+    )
+    assert code == 0, err
+    assert view["status"] == "active", view
+    assert view["tools"] >= 2
+    env = _envs(org) / f"clock-{sha}"
+    assert view["target"].split(" ") == [str(env / "bin" / "mcp-server-time"), "--local-timezone", "UTC"]
+    assert (
+        env / "toolcrib-requirements.txt"
+    ).read_text() == f"mcp-server-time==2026.10.19 --hash=sha256:{sha}\n"
+    assert [p.name for p in _envs(org).iterdir()] == [env.name]  # no install left half-done
+    assert _rows(org) == [("clock", registry, "io.github.example/time-verified", "2026.10.19")]
+    tools = json.loads(cli(org, "tools", "list", "--json").stdout)
+    assert "clock__get_current_time" in {t["name"] for t in tools}
+
+
+def test_r13_9_a_pypi_file_whose_sha256_is_not_the_declared_one_is_never_installed_or_run(
     org: str, registry: str, uvx_options: list[str]
 ) -> None:
-    code, body, _ = _run(
+    code, body, err = _run(
         org,
         registry,
         "connections",
@@ -411,7 +452,29 @@ def test_r13_9_a_file_hash_the_runtime_cannot_check_is_refused_rather_than_run_u
     assert code == 1
     error = _error(body)
     assert error["code"] == "invalid_arguments"
-    assert error["errors"][0]["pointer"] == "/server_json/packages/fileSha256"
+    assert error["errors"][0]["pointer"] == "/server_json/packages/0/fileSha256"
+    assert "Computed" not in json.dumps(body)  # uv's own words stay in the gateway's log
+    assert "Hash mismatch" in err  # the log: uv's hash check refused the file
+    assert _rows(org) == []
+    assert list(_envs(org).iterdir()) == []  # no environment, no program: nothing could run
+    tools = json.loads(cli(org, "tools", "list", "--json").stdout)
+    assert not [t for t in tools if t["name"].startswith("hashed__")]
+
+
+@pytest.mark.parametrize(
+    ("entry", "why"), [("time-npm-hashed", "npx"), ("time-oci-hashed", "pinned by its digest")]
+)
+def test_r13_9_a_file_hash_npx_or_docker_cannot_check_is_refused_rather_than_run_unchecked(
+    org: str, registry: str, entry: str, why: str
+) -> None:
+    code, body, _ = _run(
+        org, registry, "connections", "add", "hashed", "--from-registry", f"io.github.example/{entry}"
+    )
+    assert code == 1
+    error = _error(body)
+    assert error["code"] == "invalid_arguments"
+    assert error["errors"][0]["pointer"] == "/server_json/packages/0/fileSha256"
+    assert why in error["message"]  # says which runtime, and why it cannot
     assert _rows(org) == []
 
 

@@ -15,7 +15,7 @@ from tests.e2e.inprocess import open_gateway, owner_token, serve_asgi, settings_
 from tests.fixtures.registry_server import load_entries, registry_app
 from tests.principals import OPERATOR
 from tests.web.asgi import asgi_client, call_tool, in_band_error, rest, rpc
-from toolcrib.gateway.core import Gateway
+from toolcrib.gateway.core import Gateway, key_file
 from toolcrib.gateway.identity import members
 from toolcrib.store import connections as store
 
@@ -87,3 +87,15 @@ async def test_r13_3_a_registry_package_is_a_stdio_command_refused_over_rest(fac
     response = await rest(face.http, face.owner, "connections/create", json.dumps(body).encode())
     assert response.json()["error"]["code"] == "forbidden"
     assert await store.get_connection(face.gw.store.db, "clock") is None
+
+
+async def test_r13_3_a_package_whose_file_uv_would_check_is_not_even_installed_for_a_remote_face(
+    face: Face,
+) -> None:
+    """Checking ``fileSha256`` installs the package (R-13.9): the stdio rule comes first, so a
+    token that may not add a stdio command gets nothing downloaded or built on the host either."""
+    body = {"name": "vclock", "from_registry": "io.github.example/time-verified"}
+    response = await rest(face.http, face.owner, "connections/create", json.dumps(body).encode())
+    assert response.json()["error"]["code"] == "forbidden"
+    assert await store.get_connection(face.gw.store.db, "vclock") is None
+    assert not (key_file(face.gw.settings).parent / "registry-envs").exists()

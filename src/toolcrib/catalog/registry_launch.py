@@ -66,6 +66,8 @@ class Launch:
     image: str | None = None
     file_sha256: str | None = None
     """The package file's digest as the entry declares it (``fileSha256``)."""
+    at: str = ""
+    """The JSON pointer of the chosen remote or package in ``server.json`` (``/packages/0``)."""
 
 
 def choose(server: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
@@ -114,7 +116,7 @@ def launch_of(server: Mapping[str, Any], given: Mapping[str, str]) -> Launch:
         detail = "; ".join(f"{p['pointer']}: {p['message']}" for p in walk.problems)
         raise InvalidArguments(f"the registry entry cannot be connected: {detail}", walk.problems)
     if url is not None:  # a remote
-        return Launch(None, None, [], url, {}, headers)
+        return Launch(None, None, [], url, {}, headers, at=pointer)
     kind = str(chosen.get("registryType"))
     return _package_launch(kind, chosen, env, argv, pointer)
 
@@ -134,7 +136,7 @@ def _package_launch(
             )
         flags = [w for name in env for w in ("-e", name)]  # values come from docker's own env
         argv = ["run", "-i", "--rm", *flags, image, *args]
-        return Launch(kind, "docker", argv, None, env, image=image, file_sha256=_sha(package))
+        return Launch(kind, "docker", argv, None, env, image=image, file_sha256=_sha(package), at=at)
     if not isinstance(version, str):
         raise InvalidArguments(
             "a package without a version is not pinned",
@@ -142,7 +144,8 @@ def _package_launch(
         )
     spec = f"{identifier}=={version}" if kind == "pypi" else f"{identifier}@{version}"
     lead = ["-y"] if kind == "npm" else []
-    return Launch(kind, RUNTIMES[kind], [*lead, spec, *args], None, env, file_sha256=_sha(package))
+    argv = [*lead, spec, *args]
+    return Launch(kind, RUNTIMES[kind], argv, None, env, file_sha256=_sha(package), at=at)
 
 
 def _sha(package: Mapping[str, Any]) -> str | None:

@@ -38,6 +38,7 @@ from toolcrib.upstream.spec import UpstreamSpec
 
 __all__ = [
     "add_connection",
+    "check_stdio",
     "connection_view",
     "list_connections",
     "oauth_option",
@@ -130,6 +131,26 @@ async def add_connection(
     await store.insert_connection(gw.store.db, row)
     gw.catalog.connections[d.name] = row
     return await _synced_by(gw, d.name, actor)
+
+
+async def check_stdio(
+    gw: Gateway,
+    name: str,
+    *,
+    connector: str,
+    command: list[str],
+    env: Mapping[str, str],
+    actor: Principal,
+    new: bool,
+) -> None:
+    """The checks ``add_connection`` (``new``) or ``update_connection`` make of a stdio definition,
+    made before anything is prepared on this host for it (a registry entry's verified environment,
+    R-13.9): whoever may not add or change this command gets nothing installed either."""
+    d = check_definition(name, connector, command, None, env, None, None)
+    _require_stdio_allowed(gw, actor, True)
+    await _require_reach(gw.policy, actor, d)
+    if new and (d.name in gw.catalog.connections or await store.get_connection(gw.store.db, d.name)):
+        raise ConfigError(f"a connection named {d.name!r} already exists")
 
 
 async def update_connection(

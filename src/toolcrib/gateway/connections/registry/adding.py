@@ -6,10 +6,13 @@ list (``restricted``); the published schema and every identifier a plain name
 required ones not given; ``invalid_arguments`` for an unknown one or a secret that would land on
 the command line); for a package, the runtime on this host (``invalid_arguments`` naming the
 program that is missing), a digest for an OCI image when the organization requires one
-(``restricted``), and ``fileSha256``: ``uvx``, ``npx`` and ``docker`` download the package
-themselves and check no file hash we could hand them, so an entry that declares one is refused
-rather than run unchecked. Then :func:`manage.add_connection` does what it does for any
-connection: the stdio rule (R-13.3: only the host's command line, or ``allow_remote_stdio``),
+(``restricted``), and ``fileSha256``: a PyPI package that declares one is installed by
+``uv pip install`` into a virtual environment of the connection's own, its file checked first
+(:mod:`.verified_env`; ``uvx`` checks no hash), after the checks of the stdio command it will be;
+``npx`` and ``docker`` check no file hash we could hand them, so an npm or OCI entry that declares
+one is refused rather than run unchecked (an OCI image is pinned by its digest instead). Then
+:func:`manage.add_connection` does what it does for any connection:
+the stdio rule (R-13.3: only the host's command line, or ``allow_remote_stdio``),
 the restriction resolver, the address policy, the sealing of env and headers, the first sync.
 """
 
@@ -28,6 +31,7 @@ from toolcrib.catalog.server_json import Entry
 from toolcrib.errors import InvalidArguments, NotFound, Restricted
 from toolcrib.gateway.audit.entries import record_admin_act
 from toolcrib.gateway.connections import manage
+from toolcrib.gateway.connections.registry import verified_env
 from toolcrib.gateway.connections.registry.finding import Found, Reader, find
 from toolcrib.gateway.core import Gateway
 from toolcrib.policy.gates import Principal, require_operation
@@ -102,10 +106,16 @@ def _checked(found: Found) -> Entry:
 def _command(settings: Settings, launch: Launch) -> list[str]:
     """The argv of a package launch: the runtime found on this host, then its words."""
     assert launch.runtime is not None
-    if launch.file_sha256 is not None:
+    if launch.file_sha256 is not None and launch.registry_type != "pypi":
         raise InvalidArguments(
-            f"the entry declares a fileSha256, which {launch.runtime} cannot check before running it",
-            [{"pointer": "/server_json/packages/fileSha256", "message": "cannot be verified by the runtime"}],
+            f"the entry declares a fileSha256, which {launch.runtime} cannot check before running it "
+            f"({_UNCHECKED[str(launch.registry_type)]}): it is refused rather than run unchecked",
+            [
+                {
+                    "pointer": f"/server_json{launch.at}/fileSha256",
+                    "message": "cannot be verified by the runtime",
+                }
+            ],
         )
     if launch.registry_type == "oci" and settings.registry_require_digest and not pinned_by_digest(launch):
         raise Restricted("the organization requires OCI images pinned by digest (image@sha256:...)")
@@ -117,6 +127,31 @@ def _command(settings: Settings, launch: Launch) -> list[str]:
         )
     options = list(settings.registry_uvx_options) if launch.runtime == "uvx" else []
     return [program, *options, *launch.argv]
+
+
+_UNCHECKED = {
+    "npm": "npx checks the npm registry's own integrity field, no hash given to it",
+    "oci": "an OCI image is pinned by its digest, IMAGE@sha256:..., which docker checks; publish it so",
+}
+
+
+async def _package_command(
+    gw: Gateway, name: str, label: str, launch: Launch, actor: Principal, *, new: bool
+) -> list[str]:
+    """The argv of a package launch; for a PyPI entry with ``fileSha256``, its program in the
+    connection's verified environment, prepared only after the checks its command must pass."""
+    command = _command(gw.settings, launch)
+    if launch.file_sha256 is None:
+        return command
+    uv = runtime_path("uv")
+    if uv is None:
+        raise InvalidArguments(
+            "uv is not installed on this host: it checks the fileSha256 of pypi packages",
+            [{"pointer": "/from_registry", "message": "runtime uv missing"}],
+        )
+    planned = verified_env.command_of(gw.settings, name, launch)
+    await manage.check_stdio(gw, name, connector=label, command=planned, env=launch.env, actor=actor, new=new)
+    return await verified_env.prepare(gw.settings, uv, name, launch)
 
 
 async def add_from_registry(
@@ -155,7 +190,7 @@ async def add_from_registry(
             registry_inputs=inputs,
         )
     else:
-        command = _command(gw.settings, launch)
+        command = await _package_command(gw, name, label, launch, actor, new=True)
         row = await manage.add_connection(
             gw,
             name,
@@ -247,7 +282,7 @@ async def upgrade(
             gw, name, url=launch.url, headers=launch.headers, actor=actor, registry_inputs=merged
         )
     else:
-        command = _command(gw.settings, launch)
+        command = await _package_command(gw, name, current.connector, launch, actor, new=False)
         row = await manage.update_connection(
             gw, name, command=command, env=launch.env, actor=actor, registry_inputs=merged
         )

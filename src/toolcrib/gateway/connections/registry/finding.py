@@ -187,6 +187,11 @@ def _runs(server: dict[str, Any], placeholders: dict[str, str]) -> str | None:
         return None
     if launch.url is not None:
         return launch.url
+    if launch.registry_type == "pypi" and launch.file_sha256 is not None:  # its own checked venv
+        spec, *args = launch.argv
+        program = spec.partition("==")[0]
+        installed = f"uv pip install {spec} --hash=sha256:{launch.file_sha256}"
+        return f"{installed} (its own virtual environment), then " + shlex.join([program, *args])
     return shlex.join([str(launch.runtime), *launch.argv])
 
 
