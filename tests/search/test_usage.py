@@ -85,6 +85,30 @@ def test_r5_12_a_tool_without_past_searches_gets_neutral_evidence() -> None:
     assert usage.best[1] == usage.mean[1] == usage.mass[1] == 0.0
 
 
+def test_r5_12_a_tools_fit_is_how_near_its_past_searches_are_to_its_own_text() -> None:
+    """#31: the mean cosine of a tool's past searches to its own text, beside the nearest past
+    search, so that a request near a past search but far from the tool's text reads apart from a
+    paraphrase of it; a tool without past searches, or without a text vector, has none."""
+    channel = UsageChannel()
+    searches = [_past("ann", seed=1), _past("bob", seed=2)]
+    channel.learn("a__t", searches, now=0.0)
+    texts = np.stack([_unit(3), _unit(4)])
+    usage = channel.evidence(
+        _unit(1),
+        {"a__t": 0, "a__u": 1},
+        ["a__t", "a__u"].__getitem__,
+        2,
+        lambda mean: np.arange(2),
+        None,
+        texts,
+    )
+    expected = float(np.mean([float(p.vector @ texts[0]) for p in searches]))
+    assert usage.fit[0] == pytest.approx(expected, abs=1e-5)
+    assert usage.fit[1] == 0.0
+    blind = channel.evidence(_unit(1), {"a__t": 0}, ["a__t"].__getitem__, 1, lambda mean: np.arange(1))
+    assert blind.fit[0] == 0.0
+
+
 @pytest.fixture(scope="module")
 def index() -> SearchIndex:
     encoder, reason = load_encoder()

@@ -50,6 +50,7 @@ class Query:
     gold: np.ndarray  # bool per name
     vector: Any  # the query's unit vector (None without the meaning channel)
     ran: str | None  # its first gold tool (None: a negative)
+    texts: Any = None  # the unit vector of each name's own text (None without the meaning channel)
 
     def slot_of(self) -> dict[str, int]:
         return {name: i for i, name in enumerate(self.names)}
@@ -63,7 +64,9 @@ class Query:
         evidence = self.evidence
         if channel is not None:
             names = self.names
-            evidence = with_usage(evidence, channel, self.vector, self.slot_of(), names.__getitem__)
+            evidence = with_usage(
+                evidence, channel, self.vector, self.slot_of(), names.__getitem__, texts=self.texts
+            )
         slots = candidates(evidence)
         if not len(slots):  # no tool holds any of its evidence: settled before the gate
             return settled
@@ -97,7 +100,16 @@ def _restricted(evidence: Evidence, slots: np.ndarray) -> Evidence:
         live=np.ones(len(slots), dtype=bool),
         terms=evidence.terms,
         unmatched=evidence.unmatched,
-        usage=None if usage is None else Usage(usage.best[slots], usage.mean[slots], usage.mass[slots]),
+        usage=None if usage is None else _restricted_usage(usage, slots),
+    )
+
+
+def _restricted_usage(usage: Usage, slots: np.ndarray) -> Usage:
+    return Usage(
+        usage.best[slots],
+        usage.mean[slots],
+        usage.mass[slots],
+        usage.fit[slots],
     )
 
 
@@ -144,7 +156,7 @@ def collect(
                 engine: Engine = engine,
                 vector: Any = vector,
                 learnable: set[str] = ran[spec.catalog],
-            ) -> tuple[Evidence, np.ndarray, list[str]] | None:
+            ) -> tuple[Evidence, np.ndarray, list[str], Any] | None:
                 index = engine.index
                 evidence = index.evidence(row["query"], vector)
                 if evidence is None:
@@ -154,13 +166,13 @@ def collect(
                 )
                 slots = np.union1d(candidates(evidence), known).astype(np.int64)
                 slots = slots[evidence.live[slots]]
-                return evidence, slots, [index.name_at(int(s)) for s in slots]
+                return evidence, slots, [index.name_at(int(s)) for s in slots], index.text_vectors(slots)
 
             found = engine.excluding(row, gather)
             if found is None or not len(found[1]):
                 out.append(settled)
                 continue
-            evidence, slots, names = found
+            evidence, slots, names, texts = found
             out.append(
                 Query(
                     spec.name,
@@ -173,6 +185,7 @@ def collect(
                     np.array([n in gold for n in names]),
                     vector,
                     ran_of(row),
+                    texts,
                 )
             )
     return out

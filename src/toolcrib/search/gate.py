@@ -80,6 +80,10 @@ PAIR_FEATURES = (
     "usage_view_low",
     "usage_view_mid",
     "usage_view_high",
+    "usage_short",
+    "usage_fitted_low",
+    "usage_fitted_mid",
+    "usage_fitted_high",
 )
 GATE_FEATURES = (
     "top",
@@ -97,6 +101,10 @@ GATE_FEATURES = (
     "usage_view_low",
     "usage_view_mid",
     "usage_view_high",
+    "usage_short",
+    "usage_fitted_low",
+    "usage_fitted_mid",
+    "usage_fitted_high",
 )
 KNOTS = (0.45, 0.6, 0.75)
 """Where the usage columns' piecewise-linear reading of a past search's cosine bends (a basis, not
@@ -184,10 +192,12 @@ def with_usage(
     slot_of: Mapping[str, int],
     name_of: Callable[[int], str],
     layout: int | None = None,
+    texts: npt.NDArray[Any] | None = None,
 ) -> Evidence:
     """``evidence`` with the usage channel's evidence of the query whose unit vector is ``vector``
     (unchanged when nothing is learned or there is no vector). ``layout`` names the index's slot
-    layout, so that the channel places its tools once per layout (None: every time)."""
+    layout, so that the channel places its tools once per layout (None: every time); ``texts``
+    holds the unit vector of each slot's own text (how near a tool's past searches are to it)."""
     if vector is None or not channel:
         return evidence
     usage = channel.evidence(
@@ -197,6 +207,7 @@ def with_usage(
         len(evidence.score),
         lambda mean: candidates(evidence, usage_mean=mean),
         layout,
+        texts,
     )
     return replace(evidence, usage=usage)
 
@@ -215,11 +226,13 @@ def _views(evidence: Evidence, slots: Slots, design: str) -> tuple[Vector, Matri
 
     The columns: how far the nearest past search stands above the tool's own text, above the best
     own text of any candidate, above every other candidate's nearest past search, and above each
-    of ``KNOTS``;
-    each times the tool's mass, so all zero where nothing is learned or no past search is nearer
-    than the text. ``views`` adds the first to the cosine instead, and leaves the columns zero."""
+    of ``KNOTS``; how much worse the query fits the tool's own text than the tool's past searches
+    do on average (``Usage.fit``), and the nearest past search docked by that, above each knot;
+    each times the tool's mass, so all zero where nothing is learned; all but the knots of the
+    nearest past search zero where no past search is nearer than the text. ``views`` adds the
+    first to the cosine instead, and leaves the columns zero."""
     n = len(slots)
-    columns = np.zeros((n, 3 + len(KNOTS)))
+    columns = np.zeros((n, 4 + 2 * len(KNOTS)))
     if evidence.cosine is None:
         return np.zeros(n), columns
     own = evidence.cosine[slots]
@@ -238,6 +251,14 @@ def _views(evidence: Evidence, slots: Slots, design: str) -> tuple[Vector, Matri
         columns[:, 2] = mass * np.maximum(viewed - np.where(viewed >= top[0], top[1], top[0]), 0.0)
     for i, knot in enumerate(KNOTS):
         columns[:, 3 + i] = mass * np.maximum(best - knot, 0.0)
+    # how much worse the query fits the tool's own text than its past searches did (never above
+    # zero): a paraphrase of a past search fits it as they do; a sibling's request or a no-tool one
+    # that lies near a past search fits it worse. The knots again, on the nearest past search
+    # docked by it.
+    short = (lift > 0) * np.minimum(own - usage.fit[slots], 0.0)
+    columns[:, 3 + len(KNOTS)] = mass * short
+    for i, knot in enumerate(KNOTS):
+        columns[:, 4 + len(KNOTS) + i] = (lift > 0) * mass * np.maximum(best + short - knot, 0.0)
     return (own + lift if design == "both" else own), columns
 
 
@@ -298,7 +319,7 @@ def gate_features(evidence: Evidence, slots: Slots, scored: Vector, design: str 
             math.log1p(evidence.terms),
             evidence.unmatched,
             float(usage[order[0], 0]),
-            *usage[:, 1:].max(axis=0).tolist(),  # over the best text, over the others, each knot
+            *usage[:, 1:].max(axis=0).tolist(),  # over the best text, the others, the knots, the fit
         ]
     )
 

@@ -201,6 +201,12 @@ class SearchIndex:
         value per slot; the fitting reads a tool's evidence by it."""
         return self._slot_of.get(public_name)
 
+    def text_vectors(self, slots: npt.NDArray[np.int64]) -> Matrix | None:
+        """The unit vectors of the tools' own texts at ``slots`` (None without the meaning channel)."""
+        if self._meaning is None:
+            return None
+        return self._meaning.rows[slots].copy()
+
     def name_at(self, slot: int) -> str:
         """The public name of the tool in ``slot`` (which must hold one: ``evidence(...).live``)."""
         return self._name_of(slot)
@@ -366,7 +372,8 @@ class SearchIndex:
             terms=len(terms),
             unmatched=unmatched / weighed.total if weighed.total > 0 else 1.0,
         )
-        return with_usage(evidence, self._usage, vector, self._slot_of, self._name_of, self._layout)
+        texts = self._meaning.rows if self._meaning is not None else None
+        return with_usage(evidence, self._usage, vector, self._slot_of, self._name_of, self._layout, texts)
 
     def _live_slots(self) -> npt.NDArray[np.bool_]:
         """Which slots hold a tool (computed once per layout of the index)."""

@@ -74,6 +74,11 @@ class MeaningChannel:
             self._rows = grown
         self._rows[slots] = vectors
 
+    @property
+    def rows(self) -> Matrix:
+        """The tools' unit vectors, one row per slot (zero rows for empty slots)."""
+        return self._rows
+
     def discard(self, slot: int) -> None:
         if slot < len(self._rows):
             self._rows[slot] = 0.0

@@ -13,7 +13,11 @@ it, however many searches they make, so nobody can steer everyone's search. Agai
 * ``best``: the best cosine to one of the tool's past searches (a past search is another text of
   the tool; the ranker weighs it by the mass, ``gate._views``);
 * ``mean``: the cosine to the weighted mean of its past searches, times the mass (it only chooses
-  which tools' past searches are read at all).
+  which tools' past searches are read at all);
+* ``fit``: how near the tool's past searches are, on average, to the tool's own text (the weighted
+  mean's cosine to it). A request that is a paraphrase of a past search fits the tool's text
+  about as well as its past searches did; a request for a sibling, or for no tool, that happens
+  to lie near one of them fits it worse (#31, ``gate._views``).
 
 A tool without examples has zeros: neutral evidence, which the fitted models read as "nothing
 learned". ``mean`` is one matrix product over the tools that have examples (as cheap as the
@@ -80,6 +84,7 @@ class Usage:
     best: Vector  # best cosine to a past search (computed for the pool's slots only)
     mean: Vector  # cosine to the weighted mean of past searches x mass
     mass: Vector  # how much evidence the tool has, in [0, 1]
+    fit: Vector  # mean cosine of the tool's past searches to its own text (pool slots only)
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,20 +179,24 @@ class UsageChannel:
         size: int,
         pool: Callable[[Vector], Slots],
         layout: int | None = None,
+        texts: Matrix | None = None,
     ) -> Usage:
         """The usage evidence of the query whose unit vector is ``vector``.
 
-        ``pool(mean)`` gives the slots to compute ``best`` for (the candidates of the other
-        channels and the best by ``mean``)."""
+        ``pool(mean)`` gives the slots to compute ``best`` (and ``fit``) for (the candidates of
+        the other channels and the best by ``mean``). ``texts`` holds each slot's own text's unit
+        vector; without it ``fit`` stays zero."""
         mean, mass = self.means(vector, slot_of, size, layout)
-        best = np.zeros(size)
+        best, fit = np.zeros(size), np.zeros(size)
         for slot in pool(mean).tolist():
             if mass[slot] <= 0:
                 continue
             tool = self._tools.get(name_of(slot))
             if tool is not None:
                 best[slot] = round(float((tool.rows @ vector).max()), 6)
-        return Usage(best=best, mean=mean, mass=mass)
+                if texts is not None and slot < len(texts):
+                    fit[slot] = round(float(tool.mean @ texts[slot]), 6)
+        return Usage(best=best, mean=mean, mass=mass, fit=fit)
 
 
 def _bounded(past: Sequence[PastSearch]) -> tuple[PastSearch, ...]:
