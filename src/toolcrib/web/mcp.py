@@ -1,4 +1,5 @@
-"""The MCP face: ``tools/list`` and ``tools/call`` over the gateway functions (SPEC sections 2, 3, 10)."""
+"""The MCP face: ``tools/list`` and ``tools/call`` over the gateway functions (SPEC sections 2, 3, 10);
+prompts and resources of connections in ``mcp_offerings`` (section 16)."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ from toolcrib.logs import traced
 from toolcrib.policy.gates import Principal, lists_tools, require_execute
 from toolcrib.web.interaction import ask_later_result, interaction_of
 from toolcrib.web.log_levels import SessionLogLevels
+from toolcrib.web.mcp_offerings import Offerings
 from toolcrib.web.telemetry import Telemetry
 
 __all__ = [
@@ -207,6 +209,7 @@ def _server(face: McpFace, schemas: dict[str, Any]) -> Server[Any]:
             on_call_tool=on_call_tool,
             on_set_logging_level=on_set_logging_level,
             get_tool_input_schema=schemas.get,
+            **Offerings(face.gw, _principal).handlers(),  # prompts and resources (R-16.1)
         )
 
 

@@ -1,0 +1,122 @@
+"""How prompts and resources of connections are named through the gateway (R-16.1). Pure.
+
+- A prompt is ``{account}__{prompt}``, like a connected tool.
+- A resource URI becomes ``toolcrib://{account}/{original URI}``: the account routes a read back
+  to its connection, and two connections publishing ``docs://handbook`` never collide. The
+  original is appended as it is (never re-encoded), so a template rewritten the same way and then
+  filled by a client gives exactly the gateway URI of what the upstream's own template would give.
+  The original is also kept in ``_meta`` (:data:`ORIGINAL_URI`).
+- A listing's cursor is opaque to the client: which connection the next page starts in and where.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+from dataclasses import dataclass
+
+__all__ = [
+    "ACCOUNT_META",
+    "ORIGINAL_TEMPLATE",
+    "ORIGINAL_URI",
+    "SCHEME",
+    "Cursor",
+    "gateway_uri",
+    "parse_gateway_uri",
+    "split_prompt_name",
+    "template_matches",
+]
+
+SCHEME = "toolcrib://"
+ORIGINAL_URI = "toolcrib/originalUri"
+ORIGINAL_TEMPLATE = "toolcrib/originalUriTemplate"
+ACCOUNT_META = "toolcrib/account"
+_ACCOUNT = re.compile(r"^[a-z0-9][a-z0-9-]{0,39}$")
+_MAX_URI = 8192
+
+
+def gateway_uri(account: str, uri: str) -> str:
+    """The gateway's URI of ``uri`` (or of a URI template) of ``account``."""
+    return f"{SCHEME}{account}/{uri}"
+
+
+def parse_gateway_uri(uri: str) -> tuple[str, str] | None:
+    """The account and original URI behind a gateway URI; None when ``uri`` is not one."""
+    if not uri.startswith(SCHEME) or len(uri) > _MAX_URI:
+        return None
+    account, slash, original = uri[len(SCHEME) :].partition("/")
+    if not slash or not original or not _ACCOUNT.match(account):
+        return None
+    return account, original
+
+
+def split_prompt_name(name: str) -> tuple[str, str] | None:
+    """``(account, prompt)`` of ``{account}__{prompt}``; None when it is not such a name."""
+    account, sep, prompt = name.partition("__")
+    if not sep or not prompt or not _ACCOUNT.match(account):
+        return None
+    return account, prompt
+
+
+# --- templates (RFC 6570) ----------------------------------------------------------------------
+
+_EXPRESSION = re.compile(r"\{([+#./;?&]?)([^{}]*)\}")
+_MATCHERS = {
+    "": r"[^/?#]*",
+    "+": r"[^?#]*",
+    "#": r"(?:#.*)?",
+    ".": r"(?:\.[^/?#]*)*",
+    "/": r"(?:/[^/?#]*)*",
+    ";": r"(?:;[^/?#]*)*",
+    "?": r"(?:\?[^#]*)?",
+    "&": r"(?:&[^#]*)?",
+}
+
+
+def _template_pattern(template: str) -> re.Pattern[str]:
+    parts: list[str] = []
+    done = 0
+    for match in _EXPRESSION.finditer(template):
+        parts += (re.escape(template[done : match.start()]), _MATCHERS[match[1]])
+        done = match.end()
+    parts.append(re.escape(template[done:]))
+    return re.compile("".join(parts))
+
+
+def template_matches(template: str, uri: str) -> bool:
+    """Whether ``uri`` is one the URI template ``template`` expands to (read as a pattern)."""
+    if len(template) > _MAX_URI or len(uri) > _MAX_URI:
+        return False
+    return _template_pattern(template).fullmatch(uri) is not None
+
+
+# --- cursors -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Cursor:
+    """Where a listing's next page starts: in ``account``'s items, at ``offset``."""
+
+    kind: str
+    account: str
+    offset: int
+
+    def encode(self) -> str:
+        text = json.dumps([self.kind, self.account, self.offset], separators=(",", ":"))
+        return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+
+    @classmethod
+    def decode(cls, kind: str, cursor: str) -> Cursor | None:
+        """The cursor a page of ``kind`` handed out; None when ``cursor`` is not one."""
+        if len(cursor) > 512:
+            return None
+        try:
+            raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+            found, account, offset = json.loads(raw)
+        except (binascii.Error, ValueError, TypeError):
+            return None
+        if found != kind or not isinstance(account, str) or not isinstance(offset, int) or offset < 0:
+            return None
+        return cls(kind, account, offset)

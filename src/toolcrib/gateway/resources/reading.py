@@ -1,0 +1,178 @@
+"""``prompts/get`` and ``resources/read`` through the gateway: the gates of ``execute_tool``,
+one audit entry, then redaction and caps (R-16.2).
+
+In order: ``tool:execute`` and ``mcp:read``; the name or URI resolves to a connection the caller
+may reach; the connection is ``active``; the resolver allows the item's name; the audit entry is
+opened (``kind`` prompt or resource, the account reached, the prompt name or the original URI as
+target); the upstream is asked within the call timeout; the entry is closed with the outcome; the
+result is redacted and capped. An item the resolver withholds answers exactly as an unknown one
+(``not_found``, the same words), and so does a URI its upstream does not know.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Literal
+
+import anyio
+
+from toolcrib.errors import ConnectionInactive, InBandError, InvalidArguments, NotFound, UpstreamTimeout
+from toolcrib.gateway.audit import entries as audit
+from toolcrib.gateway.calls.shaping import redact_text
+from toolcrib.gateway.connections.manage import secrets_of, shown_reason, spec_of
+from toolcrib.gateway.core import Gateway
+from toolcrib.gateway.resources import access
+from toolcrib.gateway.resources.naming import parse_gateway_uri, split_prompt_name, template_matches
+from toolcrib.gateway.resources.offerings import listed
+from toolcrib.gateway.resources.shaping import shape_contents, shape_prompt
+from toolcrib.policy.gates import Principal
+from toolcrib.store.connections import ConnectionRow
+
+if TYPE_CHECKING:
+    from mcp.client import Client
+
+    from toolcrib.upstream.session import UpstreamSession
+
+__all__ = ["get_prompt", "read_resource"]
+
+_UNKNOWN_CODES = frozenset({-32002, -32602})  # resource not found (2025), invalid params (2026-07-28)
+
+
+def _no_prompt(name: str) -> NotFound:
+    return NotFound(f"no prompt named {name!r}; list them with prompts/list")
+
+
+def _no_resource(uri: str) -> NotFound:
+    return NotFound(f"no resource {uri[:300]!r}; list them with resources/list")
+
+
+async def get_prompt(
+    gw: Gateway, principal: Principal, name: str, arguments: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The prompt ``{account}__{prompt}`` filled with ``arguments`` (strings), as the caller reads it."""
+    access.require_reader(principal)
+    args = dict(arguments or {})
+    if not all(isinstance(v, str) for v in args.values()):
+        raise InvalidArguments("a prompt's arguments are strings")
+    parsed = split_prompt_name(name)
+    if parsed is None:
+        raise _no_prompt(name)
+    account, prompt = parsed
+    row = await _reachable(gw, principal, account, _no_prompt(name))
+    if access.withholds((await gw.policy()).rules, principal, row, prompt):
+        raise _no_prompt(name)
+    spec = spec_of(gw, row, principal.member)
+    session = gw.upstreams.session(spec)
+    secrets = secrets_of(gw, spec)
+    raw = await _audited(
+        gw, principal, row, "prompt", prompt, prompt, _no_prompt(name),
+        lambda: session.ask("prompts/get", lambda c: _get(c, prompt, args)),
+    )  # fmt: skip
+    return await anyio.to_thread.run_sync(shape_prompt, raw, account, secrets)
+
+
+async def read_resource(gw: Gateway, principal: Principal, uri: str) -> dict[str, Any]:
+    """The resource at the gateway URI ``uri`` (a listed one, a filled template's or a link's)."""
+    access.require_reader(principal)
+    parsed = parse_gateway_uri(uri)
+    if parsed is None:
+        raise _no_resource(uri)
+    account, original = parsed
+    row = await _reachable(gw, principal, account, _no_resource(uri))
+    spec = spec_of(gw, row, principal.member)
+    session = gw.upstreams.session(spec)
+    secrets = secrets_of(gw, spec)
+    name = await _resource_name(session, original, secrets)
+    if access.withholds((await gw.policy()).rules, principal, row, name):
+        raise _no_resource(uri)
+    raw = await _audited(
+        gw, principal, row, "resource", redact_text(name, secrets), redact_text(original, secrets),
+        _no_resource(uri),
+        lambda: session.ask("resources/read", lambda c: _read(c, original)),
+    )  # fmt: skip
+    return await anyio.to_thread.run_sync(shape_contents, raw, account, secrets)
+
+
+async def _reachable(gw: Gateway, principal: Principal, account: str, unknown: NotFound) -> ConnectionRow:
+    """The connection of ``account`` when ``principal`` may reach it; unknown and withheld alike
+    answer ``unknown``; an inactive one answers ``connection_inactive``."""
+    row = gw.connections.get(account)
+    rules = (await gw.policy()).rules
+    if row is None or not access.reaches_account(rules, principal, row):
+        raise unknown
+    if row.status != "active":
+        raise ConnectionInactive(account, row.status, shown_reason(gw, row))
+    return row
+
+
+async def _resource_name(session: UpstreamSession, original: str, secrets: list[str]) -> str:
+    """The name of the listed resource at ``original``, else of the template it fills, else the URI."""
+    try:
+        for item in await listed(session, "resources", secrets):
+            if item.get("uri") == original:
+                return access.item_name(item, original)
+        for item in await listed(session, "resources/templates", secrets):
+            template = item.get("uriTemplate")
+            if isinstance(template, str) and template_matches(template, original):
+                return access.item_name(item, original)
+    except InBandError:  # the listing failed: the read answers for itself
+        pass
+    return original
+
+
+async def _audited(
+    gw: Gateway,
+    principal: Principal,
+    row: ConnectionRow,
+    kind: Literal["prompt", "resource"],
+    name: str,
+    target: str,
+    unknown: NotFound,
+    send: Callable[[], Awaitable[Any]],
+) -> dict[str, Any]:
+    """The upstream request between the opening and the closing of its audit entry (R-11.1)."""
+    entry = await audit.open_entry(
+        gw,
+        principal,
+        account=row.name,
+        connector=row.connector,
+        operation=f"{row.name}__{name}"[:320],
+        risk=access.READ_SCOPE_RISK,
+        target=target[:200],
+        kind=kind,
+    )
+    try:
+        answer = await send()
+    except InBandError as exc:
+        outcome = "timeout" if isinstance(exc, UpstreamTimeout) else "error"
+        await audit.close_entry(gw, entry, outcome=outcome, error_code=exc.code)
+        if _upstream_code(exc) in _UNKNOWN_CODES:
+            raise unknown from None
+        raise
+    except anyio.get_cancelled_exc_class():
+        with anyio.CancelScope(shield=True):
+            await audit.close_entry(gw, entry, outcome="cancelled", error_code=None)
+        raise
+    except BaseException:
+        with anyio.CancelScope(shield=True):
+            await audit.close_entry(gw, entry, outcome="unknown", error_code=None)
+        raise
+    with anyio.CancelScope(shield=True):
+        await audit.close_entry(gw, entry, outcome="ok", error_code=None)
+    result: dict[str, Any] = answer.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return result
+
+
+def _upstream_code(exc: BaseException) -> int | None:
+    """The JSON-RPC code the upstream answered with, when an MCP error caused ``exc``."""
+    cause = exc.__cause__
+    code = getattr(cause, "code", None)
+    return code if isinstance(code, int) else None
+
+
+async def _get(client: Client, prompt: str, arguments: dict[str, str]) -> Any:
+    return await client.get_prompt(prompt, arguments or None)
+
+
+async def _read(client: Client, uri: str) -> Any:
+    return await client.read_resource(uri, cache_mode="refresh")

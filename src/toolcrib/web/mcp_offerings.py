@@ -1,0 +1,112 @@
+"""The MCP face of prompts and resources (SPEC section 16): ``prompts/list``, ``prompts/get``,
+``resources/list``, ``resources/templates/list`` and ``resources/read`` over
+``gateway.resources``. Registering these handlers advertises the ``prompts`` and ``resources``
+capabilities.
+
+A refusal is a JSON-RPC error (these methods have no in-band ``isError`` result): its ``data``
+holds the in-band error object (``{"code": "not_found", ...}``, R-3.3). ``not_found`` and
+``invalid_arguments`` are ``-32602`` (invalid params), the others ``-32603``; a message is the
+gateway's own words, never an upstream's or Python's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp.shared.exceptions import MCPError
+from mcp_types.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS
+
+from toolcrib.gateway.core import Gateway
+from toolcrib.gateway.faults import in_band
+from toolcrib.gateway.resources.listing import list_offered
+from toolcrib.gateway.resources.offerings import Kind
+from toolcrib.gateway.resources.reading import get_prompt, read_resource
+from toolcrib.policy.gates import Principal
+
+__all__ = ["Offerings", "rpc_error"]
+
+T = TypeVar("T")
+_PARAMS_CODES = frozenset({"not_found", "invalid_arguments", "needs_input"})
+
+
+def rpc_error(exc: BaseException) -> MCPError:
+    """The JSON-RPC error answering ``exc``, its in-band error object as ``data``."""
+    error = in_band(exc)
+    code = INVALID_PARAMS if error.code in _PARAMS_CODES else INTERNAL_ERROR
+    return MCPError(code, error.message, error.to_payload()["error"])
+
+
+async def _answered(work: Callable[[], Awaitable[T]]) -> T:
+    try:
+        return await work()
+    except MCPError:
+        raise
+    except Exception as exc:
+        raise rpc_error(exc) from None
+
+
+def _cursor(params: types.PaginatedRequestParams | None) -> str | None:
+    return params.cursor if params is not None else None
+
+
+class Offerings:
+    """The handlers of the prompt and resource methods, over one gateway.
+
+    ``principal_of`` reads the caller of a request (the bearer check put it on the request)."""
+
+    def __init__(self, gw: Gateway, principal_of: Callable[[ServerRequestContext[Any]], Principal]) -> None:
+        self._gw = gw
+        self._principal_of = principal_of
+
+    def handlers(self) -> dict[str, Any]:
+        """The ``Server(...)`` keyword arguments of these handlers."""
+        return {
+            "on_list_prompts": self.on_list_prompts,
+            "on_get_prompt": self.on_get_prompt,
+            "on_list_resources": self.on_list_resources,
+            "on_list_resource_templates": self.on_list_resource_templates,
+            "on_read_resource": self.on_read_resource,
+        }
+
+    async def _page(
+        self, ctx: ServerRequestContext[Any], kind: Kind, cursor: str | None
+    ) -> tuple[list[Any], str | None]:
+        principal = self._principal_of(ctx)
+        return await _answered(lambda: list_offered(self._gw, principal, kind, cursor))
+
+    async def on_list_prompts(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListPromptsResult:
+        items, following = await self._page(ctx, "prompts", _cursor(params))
+        return types.ListPromptsResult.model_validate({"prompts": items, "nextCursor": following})
+
+    async def on_list_resources(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        items, following = await self._page(ctx, "resources", _cursor(params))
+        return types.ListResourcesResult.model_validate({"resources": items, "nextCursor": following})
+
+    async def on_list_resource_templates(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
+        items, following = await self._page(ctx, "resources/templates", _cursor(params))
+        return types.ListResourceTemplatesResult.model_validate(
+            {"resourceTemplates": items, "nextCursor": following}
+        )
+
+    async def on_get_prompt(
+        self, ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams
+    ) -> types.GetPromptResult:
+        principal = self._principal_of(ctx)
+        result = await _answered(lambda: get_prompt(self._gw, principal, params.name, params.arguments))
+        return types.GetPromptResult.model_validate(result)
+
+    async def on_read_resource(
+        self, ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        principal = self._principal_of(ctx)
+        result = await _answered(lambda: read_resource(self._gw, principal, params.uri))
+        return types.ReadResourceResult.model_validate(result)
