@@ -18,7 +18,7 @@ from mcp.shared.exceptions import MCPError
 from tests.conftest import FIXTURE_SERVER
 from tests.e2e.flow import client
 from tests.e2e.inprocess import open_gateway, owner_token, serve, settings_for
-from tests.e2e.mcpclient import payload
+from tests.e2e.mcpclient import error_code, payload
 from tests.principals import OPERATOR
 from toolcrib.gateway.connections.manage import add_connection
 from toolcrib.gateway.core import Gateway
@@ -139,6 +139,8 @@ async def test_r16_1_an_sdk_client_lists_gets_reads_fills_and_follows_a_link_thr
 async def test_r2_2_tools_list_is_unchanged_by_prompts_and_resources(tmp_path: Path) -> None:
     async with desks(tmp_path) as d, client(d.base, d.owner) as c:
         names = [t.name for t in (await c.list_tools()).tools]
+        hidden = await c.call_tool("toolcrib__resources__read", {"uri": "toolcrib://desk/docs://handbook"})
+    assert error_code(hidden) == "not_found"  # a REST and command-line operation, not an MCP tool
     assert names[:2] == ["search_tools", "execute_tool"]
     assert not [n for n in names if n.startswith("desk__")]
     assert not [n for n in names if "prompts" in n or "resources" in n]
@@ -292,3 +294,18 @@ async def test_r9_2_a_secret_frozen_value_is_redacted_from_a_read_and_its_audit_
     assert "[REDACTED]" in entry.text
     assert frozen not in entry.uri + str(entry.meta)
     assert [r.target_id for r in rows] == ["tickets://[REDACTED]"]
+
+
+async def test_r8_6_restrictions_explain_says_the_rule_decides_prompts_and_resources_alike(
+    tmp_path: Path,
+) -> None:
+    async with desks(tmp_path) as d:
+        await d.token("dan")
+        await restrictions.add_restriction(
+            d.gw, effect="block", target_kind="user", target="dan", tool="secret_*", actor=OPERATOR
+        )
+        lines = await restrictions.explain_restriction(
+            d.gw, user="dan", role=None, tool="desk__secret_plan", actor=OPERATOR
+        )
+    assert lines[0].endswith("withheld")
+    assert lines[-1] == "the same rules decide a prompt or resource named secret_plan of desk (R-16.2)"

@@ -26,6 +26,7 @@ from toolcrib.gateway.discovery import diagnose, learning
 from toolcrib.gateway.governance import approvals, rate_limits, restrictions
 from toolcrib.gateway.identity import grants, members
 from toolcrib.gateway.inputs import validate_input
+from toolcrib.gateway.resources import faces as offerings
 from toolcrib.operations import input_schema, spec
 from toolcrib.policy.classify import classify_operation
 from toolcrib.policy.gates import Principal, can_use_operation, require_execute, require_operation
@@ -52,6 +53,8 @@ class Operation:
     description: str
     input_schema: dict[str, Any]
     handler: Handler
+    over_mcp: bool = True
+    """Listed and called as a tool over MCP (``OperationSpec.over_mcp``)."""
 
     @property
     def annotations(self) -> dict[str, bool]:
@@ -74,7 +77,7 @@ def _op(resource: str, operation: str) -> Callable[[Handler], Operation]:
     schema = input_schema(described.arguments)
 
     def wrap(handler: Handler) -> Operation:
-        return Operation(resource, operation, described.description, schema, handler)
+        return Operation(resource, operation, described.description, schema, handler, described.over_mcp)
 
     return wrap
 
@@ -359,6 +362,26 @@ async def _search_forget(gw: Gateway, caller: Principal, arguments: dict[str, An
     return await learning.forget_examples(gw, caller, arguments.get("tool"))
 
 
+@_op("prompts", "list")
+async def _prompts_list(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
+    return await offerings.list_for(gw, caller, "prompts", **arguments)
+
+
+@_op("resources", "list")
+async def _resources_list(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
+    return await offerings.list_for(gw, caller, "resources", **arguments)
+
+
+@_op("resources", "list_templates")
+async def _resources_list_templates(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
+    return await offerings.list_for(gw, caller, "resources/templates", **arguments)
+
+
+@_op("resources", "read")
+async def _resources_read(gw: Gateway, caller: Principal, arguments: dict[str, Any]) -> Any:
+    return await offerings.read_for(gw, caller, arguments["uri"], member=arguments.get("member"))
+
+
 OPERATIONS: tuple[Operation, ...] = tuple(v for v in dict(globals()).values() if isinstance(v, Operation))
 _BY_KEY = {(o.resource, o.operation): o for o in OPERATIONS}
 
@@ -415,7 +438,7 @@ class ControlPlane:
         return [
             (name, op)
             for name, op in self._ops.items()
-            if can_use_operation(principal, _permission(principal, op), op.operation)
+            if op.over_mcp and can_use_operation(principal, _permission(principal, op), op.operation)
         ]
 
     def definitions_for(self, principal: Principal) -> list[dict[str, Any]]:
@@ -442,7 +465,7 @@ class ControlPlane:
 
     def _unwrap(self, arguments: object) -> tuple[str, object]:
         """The operation's listed name and its arguments from a ``{prefix}__admin`` call."""
-        keys = [f"{o.resource}__{o.operation}" for o in OPERATIONS]
+        keys = [f"{o.resource}__{o.operation}" for o in OPERATIONS if o.over_mcp]
         schema = {
             "type": "object",
             "properties": {"operation": {"enum": keys}, "arguments": {"type": "object"}},
@@ -464,7 +487,7 @@ class ControlPlane:
         if nested:
             name, arguments = self._unwrap(arguments)
         op = self._ops.get(name)
-        if op is None:
+        if op is None or (over_mcp and not op.over_mcp):  # MCP has prompts/list etc. of its own
             raise NotFound(f"no operation {name!r}")
         require_operation(principal, _permission(principal, op), op.operation)
         try:

@@ -6,7 +6,8 @@ with its account (prompts ``{account}__{prompt}``, URIs in the gateway namespace
 opaque and says which connection the next page starts in and where, so paging across connections
 needs no state on the server (any replica answers the next page). A connection whose server
 cannot list now is left out of this listing, as an inactive one is (a dead upstream never fails
-the whole list).
+the whole list), and so is an OAuth connection with no grant for the caller: listing never starts
+an authorization (reading one does, as calling a tool does).
 """
 
 from __future__ import annotations
@@ -36,9 +37,10 @@ logger = logging.getLogger(__name__)
 
 
 async def list_offered(
-    gw: Gateway, principal: Principal, kind: Kind, cursor: str | None = None
+    gw: Gateway, principal: Principal, kind: Kind, cursor: str | None = None, *, account: str | None = None
 ) -> tuple[list[dict[str, Any]], str | None]:
-    """One page of ``kind`` for ``principal``, and the cursor of the next page (None: the last).
+    """One page of ``kind`` for ``principal`` (of ``account``'s alone, when given), and the cursor
+    of the next page (None: the last).
 
     Without ``tool:execute`` or ``mcp:read`` the listing is empty (as ``tools/list`` is without
     ``tool:execute``, R-7.2). A cursor that this gateway did not hand out is ``invalid_arguments``.
@@ -54,7 +56,7 @@ async def list_offered(
     rules = (await gw.policy()).rules
     page: list[dict[str, Any]] = []
     for row in access.reachable_accounts(gw.connections, rules, principal):
-        if row.name < start.account:
+        if row.name < start.account or account not in (None, row.name):
             continue
         offset = start.offset if row.name == start.account else 0
         items = await offered_by(gw, principal, row, kind)
@@ -70,6 +72,8 @@ async def offered_by(
 ) -> list[dict[str, Any]]:
     """``row``'s items of ``kind`` that ``principal`` may see, named through the gateway."""
     spec = spec_of(gw, row, principal.member)
+    if spec.oauth is not None and (await spec.oauth.vault.tokens())[0] is None:
+        return []  # no grant at the upstream (yet): a listing never starts an authorization
     try:
         items = await listed(gw.upstreams.session(spec), kind, secrets_of(gw, spec))
     except InBandError as exc:
