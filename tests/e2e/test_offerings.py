@@ -7,9 +7,11 @@ import base64
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+import anyio
 import mcp_types as types
 import pytest
 from mcp.client import Client
@@ -309,3 +311,38 @@ async def test_r8_6_restrictions_explain_says_the_rule_decides_prompts_and_resou
         )
     assert lines[0].endswith("withheld")
     assert lines[-1] == "the same rules decide a prompt or resource named secret_plan of desk (R-16.2)"
+
+
+async def test_r16_3_an_upstreams_resource_list_change_reaches_the_clients_that_may_reach_it(
+    tmp_path: Path,
+) -> None:
+    told: list[Any] = []
+    not_told: list[Any] = []
+
+    async def note(into: list[Any], message: Any) -> None:
+        if isinstance(message, types.ResourceListChangedNotification):
+            into.append(message)
+
+    async with desks(tmp_path, stateless=False) as d:
+        await d.token("bob")
+        await restrictions.add_restriction(
+            d.gw, effect="block", target_kind="user", target="bob", account="desk", actor=OPERATOR
+        )
+        bob = await d.token("bob")
+        async with (
+            client(d.base, d.owner, mode="legacy", message_handler=partial(note, told)) as c,
+            client(d.base, bob, mode="legacy", message_handler=partial(note, not_told)) as b,
+        ):
+            assert c.server_capabilities.resources is not None
+            assert c.server_capabilities.resources.list_changed
+            before = [r.uri for r in await _all_resources(c)]
+            await _all_resources(b)
+            grown = await c.call_tool("execute_tool", {"tool": "desk__grow_resources", "arguments": {}})
+            assert not grown.is_error, grown
+            with anyio.fail_after(20):
+                while not told:  # noqa: ASYNC110 - the notification arrives on the client's stream
+                    await anyio.sleep(0.05)
+            after = [r.uri for r in await _all_resources(c)]
+    assert "toolcrib://desk/docs://added" not in before
+    assert "toolcrib://desk/docs://added" in after  # listed again: the change emptied the listing
+    assert not_told == []

@@ -16,6 +16,8 @@ from typing import Any, TypeVar
 
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import NotificationOptions, Server
+from mcp.server.models import InitializationOptions
 from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS
 
@@ -25,8 +27,9 @@ from toolcrib.gateway.resources.listing import list_offered
 from toolcrib.gateway.resources.offerings import Kind
 from toolcrib.gateway.resources.reading import get_prompt, read_resource
 from toolcrib.policy.gates import Principal
+from toolcrib.web.mcp_listeners import Listeners
 
-__all__ = ["Offerings", "rpc_error"]
+__all__ = ["AnnouncingServer", "Offerings", "rpc_error"]
 
 T = TypeVar("T")
 _PARAMS_CODES = frozenset({"not_found", "invalid_arguments", "needs_input"})
@@ -48,6 +51,26 @@ async def _answered(work: Callable[[], Awaitable[T]]) -> T:
         raise rpc_error(exc) from None
 
 
+class AnnouncingServer(Server[Any]):
+    """The SDK's low-level server, announcing ``listChanged`` for prompts and resources when the
+    gateway keeps sessions (``announce``): then it passes upstreams' changes on (``Listeners``)."""
+
+    def __init__(self, *args: Any, announce: bool, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._announce = announce
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        options = notification_options or NotificationOptions(
+            prompts_changed=self._announce, resources_changed=self._announce
+        )
+        return super().create_initialization_options(options, experimental_capabilities, extensions)
+
+
 def _cursor(params: types.PaginatedRequestParams | None) -> str | None:
     return params.cursor if params is not None else None
 
@@ -60,6 +83,8 @@ class Offerings:
     def __init__(self, gw: Gateway, principal_of: Callable[[ServerRequestContext[Any]], Principal]) -> None:
         self._gw = gw
         self._principal_of = principal_of
+        self.listeners = Listeners(gw)
+        """The clients told when an upstream's prompts or resources change."""
 
     def handlers(self) -> dict[str, Any]:
         """The ``Server(...)`` keyword arguments of these handlers."""
@@ -75,6 +100,7 @@ class Offerings:
         self, ctx: ServerRequestContext[Any], kind: Kind, cursor: str | None
     ) -> tuple[list[Any], str | None]:
         principal = self._principal_of(ctx)
+        self.listeners.seen(ctx, principal)
         return await _answered(lambda: list_offered(self._gw, principal, kind, cursor))
 
     async def on_list_prompts(
