@@ -4,6 +4,7 @@ section 16): an SDK client against a real gateway in front of two real stdio fix
 from __future__ import annotations
 
 import base64
+import warnings
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -15,7 +16,7 @@ import anyio
 import mcp_types as types
 import pytest
 from mcp.client import Client
-from mcp.shared.exceptions import MCPError
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
 from tests.conftest import FIXTURE_SERVER
 from tests.e2e.flow import client
@@ -346,3 +347,30 @@ async def test_r16_3_an_upstreams_resource_list_change_reaches_the_clients_that_
     assert "toolcrib://desk/docs://added" not in before
     assert "toolcrib://desk/docs://added" in after  # listed again: the change emptied the listing
     assert not_told == []
+
+
+async def test_r16_3_resources_subscribe_passes_through_and_the_update_comes_back_by_gateway_uri(
+    tmp_path: Path,
+) -> None:
+    updated: list[str] = []
+
+    async def note(message: Any) -> None:
+        if isinstance(message, types.ResourceUpdatedNotification):
+            updated.append(message.params.uri)
+
+    handbook = "toolcrib://desk/docs://handbook"
+    async with (
+        desks(tmp_path, stateless=False) as d,
+        client(d.base, d.owner, mode="legacy", message_handler=note) as c,
+    ):
+        assert c.server_capabilities.resources is not None
+        assert c.server_capabilities.resources.subscribe
+        with warnings.catch_warnings():  # resources/subscribe is of the era before 2026-07-28
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            await c.subscribe_resource(handbook)
+        touched = await c.call_tool("execute_tool", {"tool": "desk__touch_handbook", "arguments": {}})
+        assert not touched.is_error, touched
+        with anyio.fail_after(20):
+            while not updated:  # noqa: ASYNC110 - the notification arrives on the client's stream
+                await anyio.sleep(0.05)
+    assert set(updated) == {handbook}  # (a level trigger: the upstream may say it more than once)

@@ -13,6 +13,7 @@ import math
 import os
 import tempfile
 import time
+import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from typing import IO, Any, TypeVar
@@ -23,7 +24,7 @@ import mcp_types as types
 from anyio.abc import TaskGroup
 from mcp.client import Client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.exceptions import MCPError
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types.jsonrpc import CONNECTION_CLOSED
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
@@ -52,8 +53,9 @@ from toolcrib.upstream.stdio import stdio_transport
 __all__ = ["OfferingsChanged", "UpstreamSession"]
 
 T = TypeVar("T")
-OfferingsChanged = Callable[[str, str], Coroutine[Any, Any, None]]
-"""Told ``(connection, kind)`` when an upstream says its ``prompts`` or ``resources`` changed."""
+OfferingsChanged = Callable[[str, str, str], Coroutine[Any, Any, None]]
+"""Told ``(connection, kind, uri)`` when an upstream says its ``prompts`` or ``resources`` list
+changed (``uri`` empty), or that the resource at ``uri`` was ``updated``."""
 
 logger = logging.getLogger(__name__)
 
@@ -131,6 +133,7 @@ class UpstreamSession:
         self._error_status: int | None = None  # the last error status a POST was answered with
         self._refused_address: AddressRefused | None = None  # a host the gateway will not call (R-13.5)
         self._in_flight: list[CallRelay | None] = []  # the calls running now, for what names no call
+        self._watching: dict[str, anyio.CancelScope] = {}  # resource URI -> its listen stream (2026-07-28)
 
     @property
     def running(self) -> bool:
@@ -218,6 +221,55 @@ class UpstreamSession:
     async def capabilities(self) -> types.ServerCapabilities:
         """What the server said it offers when the session started (started now if need be)."""
         return (await self._ensure()).server_capabilities
+
+    async def subscribe(self, uri: str) -> bool:
+        """Be told when the resource at ``uri`` changes (``updated``), where the server offers it:
+        ``resources/subscribe`` before 2026-07-28, a ``subscriptions/listen`` stream naming it on
+        2026-07-28. False when the server offers no subscriptions. A session started again has
+        none: who subscribed subscribes again."""
+        client = await self._ensure()
+        resources = client.server_capabilities.resources
+        if resources is None or not resources.subscribe:
+            return False
+        if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            if uri not in self._watching:
+                scope = self._watching[uri] = anyio.CancelScope()
+                self._tg.start_soon(self._watch, client, uri, scope)
+            return True
+        with warnings.catch_warnings():  # removed at 2026-07-28, the era this session speaks
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            await self.ask("resources/subscribe", lambda c: c.subscribe_resource(uri))
+        return True
+
+    async def unsubscribe(self, uri: str) -> None:
+        """No longer be told about ``uri``."""
+        scope = self._watching.pop(uri, None)
+        if scope is not None:
+            scope.cancel()
+            return
+        client = self._client
+        if client is None or client.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            await self.ask("resources/unsubscribe", lambda c: c.unsubscribe_resource(uri))
+
+    async def _watch(self, client: Client, uri: str, scope: anyio.CancelScope) -> None:
+        with scope:
+            try:
+                async with client.listen(resource_subscriptions=[uri]) as subscription:
+                    async for _event in subscription:
+                        self._updated(uri)
+            except Exception as exc:  # a lost stream only stops this subscription
+                logger.info(
+                    "upstream %s: a resource subscription ended: %s", self.spec.name, type(exc).__name__
+                )
+        if self._watching.get(uri) is scope:
+            self._watching.pop(uri, None)
+
+    def _updated(self, uri: str) -> None:
+        if self._on_offerings_changed is not None:
+            self._tg.start_soon(self._on_offerings_changed, self.spec.name, "updated", uri)
 
     def _sole_call(self) -> CallRelay | None:
         """The relay of the one call in flight, when exactly one is (what names no call goes there)."""
@@ -463,6 +515,8 @@ class UpstreamSession:
             self._offerings_changed("prompts")
         elif isinstance(message, types.ResourceListChangedNotification):
             self._offerings_changed("resources")
+        elif isinstance(message, types.ResourceUpdatedNotification):
+            self._updated(message.params.uri)
 
     def _offerings_changed(self, kind: str) -> None:
         """The server's prompts or resources changed: listed again at the next need, and who
@@ -470,7 +524,7 @@ class UpstreamSession:
         for key in [k for k in self.listings if k.startswith(kind)]:
             self.listings.pop(key, None)
         if self._on_offerings_changed is not None:
-            self._tg.start_soon(self._on_offerings_changed, self.spec.name, kind)
+            self._tg.start_soon(self._on_offerings_changed, self.spec.name, kind, "")
 
     async def _crashed(self, exc: BaseException) -> None:
         """The session died under a request: logged with the last line the server wrote to stderr

@@ -24,8 +24,9 @@ if TYPE_CHECKING:
 
 __all__ = ["OfferingsListener", "Upstreams"]
 
-OfferingsListener = Callable[[str, str], Coroutine[Any, Any, None]]
-"""Told ``(connection, kind)`` when an upstream's ``prompts`` or ``resources`` changed."""
+OfferingsListener = Callable[[str, str, str], Coroutine[Any, Any, None]]
+"""Told ``(connection, kind, uri)`` when an upstream's ``prompts`` or ``resources`` list changed
+(``uri`` empty) or the resource at ``uri`` was ``updated``."""
 
 
 class Upstreams:
@@ -69,9 +70,9 @@ class Upstreams:
         self._offerings_listeners.append(listener)
         return lambda: self._offerings_listeners.remove(listener)
 
-    async def _offerings_changed(self, name: str, kind: str) -> None:
+    async def _offerings_changed(self, name: str, kind: str, uri: str) -> None:
         for listener in list(self._offerings_listeners):
-            await listener(name, kind)
+            await listener(name, kind, uri)
 
     @classmethod
     @asynccontextmanager

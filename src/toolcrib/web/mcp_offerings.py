@@ -21,11 +21,13 @@ from mcp.server.models import InitializationOptions
 from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS
 
+from toolcrib.errors import InvalidArguments
 from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.faults import in_band
 from toolcrib.gateway.resources.listing import list_offered
 from toolcrib.gateway.resources.offerings import Kind
 from toolcrib.gateway.resources.reading import get_prompt, read_resource
+from toolcrib.gateway.resources.subscribing import subscribe, unsubscribe
 from toolcrib.policy.gates import Principal
 from toolcrib.web.mcp_listeners import Listeners
 
@@ -94,6 +96,8 @@ class Offerings:
             "on_list_resources": self.on_list_resources,
             "on_list_resource_templates": self.on_list_resource_templates,
             "on_read_resource": self.on_read_resource,
+            "on_subscribe_resource": self.on_subscribe_resource,
+            "on_unsubscribe_resource": self.on_unsubscribe_resource,
         }
 
     async def _page(
@@ -136,3 +140,26 @@ class Offerings:
         principal = self._principal_of(ctx)
         result = await _answered(lambda: read_resource(self._gw, principal, params.uri))
         return types.ReadResourceResult.model_validate(result)
+
+    async def on_subscribe_resource(
+        self, ctx: ServerRequestContext[Any], params: types.SubscribeRequestParams
+    ) -> types.EmptyResult:
+        """Passed through to the upstream where it offers subscriptions; needs a session."""
+        principal = self._principal_of(ctx)
+        listener = self.listeners.seen(ctx, principal)
+        if listener is None:
+            raise rpc_error(InvalidArguments("a subscription needs a session (this request has none)"))
+        await _answered(lambda: subscribe(self._gw, principal, params.uri))
+        listener.subscribed.add(params.uri)
+        return types.EmptyResult()
+
+    async def on_unsubscribe_resource(
+        self, ctx: ServerRequestContext[Any], params: types.UnsubscribeRequestParams
+    ) -> types.EmptyResult:
+        principal = self._principal_of(ctx)
+        listener = self.listeners.seen(ctx, principal)
+        if listener is not None and params.uri in listener.subscribed:
+            listener.subscribed.discard(params.uri)
+            if not self.listeners.subscribers(params.uri):
+                await _answered(lambda: unsubscribe(self._gw, principal, params.uri))
+        return types.EmptyResult()

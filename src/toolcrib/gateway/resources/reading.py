@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
     from toolcrib.upstream.session import UpstreamSession
 
-__all__ = ["get_prompt", "read_resource"]
+__all__ = ["get_prompt", "no_resource", "reachable", "read_resource", "resource_name"]
 
 _UNKNOWN_CODES = frozenset({-32002, -32602})  # resource not found (2025), invalid params (2026-07-28)
 
@@ -42,7 +42,7 @@ def _no_prompt(name: str) -> NotFound:
     return NotFound(f"no prompt named {name!r}; list them with prompts/list")
 
 
-def _no_resource(uri: str) -> NotFound:
+def no_resource(uri: str) -> NotFound:
     return NotFound(f"no resource {uri[:300]!r}; list them with resources/list")
 
 
@@ -58,7 +58,7 @@ async def get_prompt(
     if parsed is None:
         raise _no_prompt(name)
     account, prompt = parsed
-    row = await _reachable(gw, principal, account, _no_prompt(name))
+    row = await reachable(gw, principal, account, _no_prompt(name))
     if access.withholds((await gw.policy()).rules, principal, row, prompt):
         raise _no_prompt(name)
     spec = spec_of(gw, row, principal.member)
@@ -76,24 +76,24 @@ async def read_resource(gw: Gateway, principal: Principal, uri: str) -> dict[str
     access.require_reader(principal)
     parsed = parse_gateway_uri(uri)
     if parsed is None:
-        raise _no_resource(uri)
+        raise no_resource(uri)
     account, original = parsed
-    row = await _reachable(gw, principal, account, _no_resource(uri))
+    row = await reachable(gw, principal, account, no_resource(uri))
     spec = spec_of(gw, row, principal.member)
     session = gw.upstreams.session(spec)
     secrets = secrets_of(gw, spec)
-    name = await _resource_name(session, original, secrets)
+    name = await resource_name(session, original, secrets)
     if access.withholds((await gw.policy()).rules, principal, row, name):
-        raise _no_resource(uri)
+        raise no_resource(uri)
     raw = await _audited(
         gw, principal, row, "resource", redact_text(name, secrets), redact_text(original, secrets),
-        _no_resource(uri),
+        no_resource(uri),
         lambda: session.ask("resources/read", lambda c: _read(c, original)),
     )  # fmt: skip
     return await anyio.to_thread.run_sync(shape_contents, raw, account, secrets)
 
 
-async def _reachable(gw: Gateway, principal: Principal, account: str, unknown: NotFound) -> ConnectionRow:
+async def reachable(gw: Gateway, principal: Principal, account: str, unknown: NotFound) -> ConnectionRow:
     """The connection of ``account`` when ``principal`` may reach it; unknown and withheld alike
     answer ``unknown``; an inactive one answers ``connection_inactive``."""
     row = gw.connections.get(account)
@@ -105,7 +105,7 @@ async def _reachable(gw: Gateway, principal: Principal, account: str, unknown: N
     return row
 
 
-async def _resource_name(session: UpstreamSession, original: str, secrets: list[str]) -> str:
+async def resource_name(session: UpstreamSession, original: str, secrets: list[str]) -> str:
     """The name of the listed resource at ``original``, else of the template it fills, else the URI."""
     try:
         for item in await listed(session, "resources", secrets):
