@@ -187,8 +187,8 @@ async def test_r16_1_pages_cross_connections_with_opaque_cursors(
         with pytest.raises(MCPError) as bad:
             await c.list_resources(cursor="not-a-cursor")
     flat = [u for p in pages for u in p]
-    assert [len(p) for p in pages] == [3, 3, 3, 1]
-    assert len(set(flat)) == 10
+    assert [len(p) for p in pages] == [3, 3, 3, 3]
+    assert len(set(flat)) == 12
     assert _code(bad) == "invalid_arguments"
 
 
@@ -374,3 +374,21 @@ async def test_r16_3_resources_subscribe_passes_through_and_the_update_comes_bac
             while not updated:  # noqa: ASYNC110 - the notification arrives on the client's stream
                 await anyio.sleep(0.05)
     assert set(updated) == {handbook}  # (a level trigger: the upstream may say it more than once)
+
+
+async def test_r16_3_an_mcp_apps_view_stays_a_ui_uri_through_the_gateway_and_the_result_names_it(
+    tmp_path: Path,
+) -> None:
+    view = "ui://toolcrib/desk/desk-view/app.html"
+    async with desks(tmp_path, "desk", "desk-two") as d, client(d.base, d.owner) as c:
+        listed = {r.uri: r for r in await _all_resources(c)}
+        read = await c.read_resource(view)
+        result = await c.call_tool("execute_tool", {"tool": "desk__link_document", "arguments": {}})
+    assert (listed[view].meta or {})[META_URI] == "ui://desk-view/app.html"
+    assert "ui://toolcrib/desk-two/desk-view/app.html" in listed  # no collision between connections
+    assert listed[view].mime_type == "text/html;profile=mcp-app"
+    (entry,) = read.contents
+    assert isinstance(entry, types.TextResourceContents)
+    assert entry.uri == view
+    assert "desk view" in entry.text
+    assert (result.meta or {})["ui"] == {"resourceUri": view}

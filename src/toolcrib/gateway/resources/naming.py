@@ -2,7 +2,9 @@
 
 - A prompt is ``{account}__{prompt}``, like a connected tool.
 - A resource URI becomes ``toolcrib://{account}/{original URI}``: the account routes a read back
-  to its connection, and two connections publishing ``docs://handbook`` never collide. The
+  to its connection, and two connections publishing ``docs://handbook`` never collide. An MCP
+  Apps view ``ui://{rest}`` becomes ``ui://toolcrib/{account}/{rest}`` (hosts render ``ui://``
+  resources only). The
   original is appended as it is (never re-encoded), so a template rewritten the same way and then
   filled by a client gives exactly the gateway URI of what the upstream's own template would give.
   The original is also kept in ``_meta`` (:data:`ORIGINAL_URI`).
@@ -22,6 +24,8 @@ __all__ = [
     "ORIGINAL_TEMPLATE",
     "ORIGINAL_URI",
     "SCHEME",
+    "UI_PREFIX",
+    "UI_SCHEME",
     "Cursor",
     "gateway_uri",
     "parse_gateway_uri",
@@ -30,6 +34,9 @@ __all__ = [
 ]
 
 SCHEME = "toolcrib://"
+UI_SCHEME = "ui://"
+UI_PREFIX = "ui://toolcrib/"
+"""Where the views of the MCP Apps extension go: hosts render only ``ui://`` resources."""
 ORIGINAL_URI = "toolcrib/originalUri"
 ORIGINAL_TEMPLATE = "toolcrib/originalUriTemplate"
 ACCOUNT_META = "toolcrib/account"
@@ -38,15 +45,24 @@ _MAX_URI = 8192
 
 
 def gateway_uri(account: str, uri: str) -> str:
-    """The gateway's URI of ``uri`` (or of a URI template) of ``account``."""
+    """The gateway's URI of ``uri`` (or of a URI template) of ``account``; an MCP Apps view
+    (``ui://…``) stays a ``ui://`` URI, which is what hosts render: ``ui://toolcrib/{account}/…``."""
+    if uri.startswith(UI_SCHEME) and len(uri) > len(UI_SCHEME):
+        return f"{UI_PREFIX}{account}/{uri[len(UI_SCHEME) :]}"
     return f"{SCHEME}{account}/{uri}"
 
 
 def parse_gateway_uri(uri: str) -> tuple[str, str] | None:
     """The account and original URI behind a gateway URI; None when ``uri`` is not one."""
-    if not uri.startswith(SCHEME) or len(uri) > _MAX_URI:
+    if len(uri) > _MAX_URI:
         return None
-    account, slash, original = uri[len(SCHEME) :].partition("/")
+    if uri.startswith(UI_PREFIX):
+        account, slash, rest = uri[len(UI_PREFIX) :].partition("/")
+        original = UI_SCHEME + rest if rest else ""
+    elif uri.startswith(SCHEME):
+        account, slash, original = uri[len(SCHEME) :].partition("/")
+    else:
+        return None
     if not slash or not original or not _ACCOUNT.match(account):
         return None
     return account, original

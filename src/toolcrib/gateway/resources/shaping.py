@@ -112,7 +112,10 @@ def _through_gateway(item: Mapping[str, Any], account: str, original: str) -> di
 
 
 def rewrite_links(result: Mapping[str, Any], account: str) -> dict[str, Any]:
-    """A tool result whose ``resource_link`` blocks and embedded resources carry gateway URIs."""
+    """A tool result whose ``resource_link`` blocks and embedded resources carry gateway URIs, and
+    whose MCP Apps view (``_meta.ui.resourceUri``, or the older ``_meta["ui/resourceUri"]``), when
+    the upstream named one on the result, is the gateway's ``ui://`` URI of it."""
+    result = _view_through_gateway(result, account)
     content = result.get("content")
     if not isinstance(content, list):
         return dict(result)
@@ -127,3 +130,16 @@ def rewrite_links(result: Mapping[str, Any], account: str) -> dict[str, Any]:
                 block = {**block, "resource": _through_gateway(resource, account, resource["uri"])}
         blocks.append(block)
     return {**result, "content": blocks}
+
+
+def _view_through_gateway(result: Mapping[str, Any], account: str) -> Mapping[str, Any]:
+    meta = result.get("_meta")
+    if not isinstance(meta, Mapping):
+        return result
+    new = dict(meta)
+    ui = meta.get("ui")
+    if isinstance(ui, Mapping) and isinstance(ui.get("resourceUri"), str):
+        new["ui"] = {**ui, "resourceUri": gateway_uri(account, ui["resourceUri"])}
+    if isinstance(meta.get("ui/resourceUri"), str):
+        new["ui/resourceUri"] = gateway_uri(account, meta["ui/resourceUri"])
+    return {**result, "_meta": new}
