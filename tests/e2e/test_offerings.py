@@ -392,3 +392,23 @@ async def test_r16_3_an_mcp_apps_view_stays_a_ui_uri_through_the_gateway_and_the
     assert entry.uri == view
     assert "desk view" in entry.text
     assert (result.meta or {})["ui"] == {"resourceUri": view}
+
+
+async def test_r16_2_a_uri_that_fills_a_withheld_template_is_withheld_even_when_a_tool_linked_it(
+    tmp_path: Path,
+) -> None:
+    async with desks(tmp_path) as d:
+        eve = await d.token("eve")
+        await restrictions.add_restriction(
+            d.gw, effect="block", target_kind="user", target="eve", tool="ticket", actor=OPERATOR
+        )
+        async with client(d.base, eve) as c:
+            assert (await c.list_resource_templates()).resource_templates == []
+            result = await c.call_tool("execute_tool", {"tool": "desk__link_document", "arguments": {}})
+            link = result.content[0]
+            assert isinstance(link, types.ResourceLink)
+            with pytest.raises(MCPError) as withheld:
+                await c.read_resource(link.uri)
+            handbook = await c.read_resource("toolcrib://desk/docs://handbook")
+    assert withheld.value.data["code"] == "not_found"
+    assert handbook.contents

@@ -58,3 +58,12 @@ def test_r16_1_a_cursor_is_opaque_and_one_not_handed_out_is_refused() -> None:
     assert Cursor.decode("prompts", cursor) is None  # another listing's
     for bad in ("", "x", "!!!", "e30", Cursor("resources", "desk", -1).encode(), "a" * 600):
         assert Cursor.decode("resources", bad) is None
+
+
+def test_r16_2_matching_a_template_takes_no_backtracking_whatever_the_template_and_uri() -> None:
+    """A template from an upstream and a URI from a caller: a regex of nested or adjacent stars
+    would take exponential or high-polynomial time here; the matcher walks reachable positions."""
+    hostile = "x://{a}a{b}a{c}a{d}a{e}a{.f}{;g}b"
+    assert not template_matches(hostile, "x://" + "a" * 8000)
+    assert not template_matches("x://{.a}{.b}{.c}y", "x://" + "." * 8000)
+    assert template_matches(hostile, "x://aaaaab")

@@ -3,9 +3,10 @@
 ``tool:execute`` gates the endpoint (R-7.2), the grant must hold ``mcp:read``, the connection must
 be ``active``, and THE restriction resolver decides each item by its account and its name (an
 account rule covers all of the account's prompts and resources; a block's ``--tool`` pattern
-matches a prompt's or a resource's name as it matches a tool's). A resource read by a URI that no
-listed resource or template of the connection names is decided by its original URI in place of a
-name.
+matches a prompt's or a resource's name as it matches a tool's). A resource read by URI goes by
+the names of the listed resource at that URI and of every template the URI fills, and is withheld
+when any of them is; one that no listed resource or template names is decided by its original
+URI in place of a name.
 """
 
 from __future__ import annotations

@@ -78,34 +78,66 @@ def split_prompt_name(name: str) -> tuple[str, str] | None:
 
 # --- templates (RFC 6570) ----------------------------------------------------------------------
 
-_EXPRESSION = re.compile(r"\{([+#./;?&]?)([^{}]*)\}")
-_MATCHERS = {
-    "": r"[^/?#]*",
-    "+": r"[^?#]*",
-    "#": r"(?:#.*)?",
-    ".": r"(?:\.[^/?#]*)*",
-    "/": r"(?:/[^/?#]*)*",
-    ";": r"(?:;[^/?#]*)*",
-    "?": r"(?:\?[^#]*)?",
-    "&": r"(?:&[^#]*)?",
+_EXPRESSION = re.compile(r"\{([+#./;?&]?)[^{}]*\}")
+_EXCLUDED = {  # what an expansion of each operator cannot hold (a little looser than RFC 6570)
+    "": frozenset("/?#"),
+    "+": frozenset("?#"),
+    "#": frozenset(),
+    ".": frozenset("/?#"),
+    "/": frozenset("?#"),
+    ";": frozenset("/?#"),
+    "?": frozenset("#"),
+    "&": frozenset("#"),
 }
+_Token = str | frozenset[str]  # a literal, or a run of any characters but these
 
 
-def _template_pattern(template: str) -> re.Pattern[str]:
-    parts: list[str] = []
+def _tokens(template: str) -> list[_Token]:
+    tokens: list[_Token] = []
     done = 0
     for match in _EXPRESSION.finditer(template):
-        parts += (re.escape(template[done : match.start()]), _MATCHERS[match[1]])
+        if match.start() > done:
+            tokens.append(template[done : match.start()])
+        tokens.append(_EXCLUDED[match[1]])
         done = match.end()
-    parts.append(re.escape(template[done:]))
-    return re.compile("".join(parts))
+    if done < len(template):
+        tokens.append(template[done:])
+    return tokens
 
 
 def template_matches(template: str, uri: str) -> bool:
-    """Whether ``uri`` is one the URI template ``template`` expands to (read as a pattern)."""
+    """Whether ``uri`` is one the URI template ``template`` expands to, read as a pattern.
+
+    No backtracking: the set of positions reachable after each piece of the template is carried
+    forward, so the work is at most the URI's length times the template's pieces, whatever the
+    template and the URI (both come from outside: the upstream and the caller)."""
     if len(template) > _MAX_URI or len(uri) > _MAX_URI:
         return False
-    return _template_pattern(template).fullmatch(uri) is not None
+    reachable = {0}
+    for token in _tokens(template):
+        if isinstance(token, str):
+            reachable = {p + len(token) for p in reachable if uri.startswith(token, p)}
+        else:
+            reachable = _runs(uri, reachable, token)
+        if not reachable:
+            return False
+    return len(uri) in reachable
+
+
+def _runs(uri: str, starts: set[int], excluded: frozenset[str]) -> set[int]:
+    """Every position reachable from ``starts`` over characters not in ``excluded``."""
+    reached: set[int] = set()
+    for start in sorted(starts):
+        at = start
+        if at in reached:
+            continue
+        reached.add(at)
+        while at < len(uri) and uri[at] not in excluded:
+            at += 1
+            if at in reached:
+                break
+            reached.add(at)
+    return reached
 
 
 # --- cursors -----------------------------------------------------------------------------------

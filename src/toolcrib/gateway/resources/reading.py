@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
     from toolcrib.upstream.session import UpstreamSession
 
-__all__ = ["get_prompt", "no_resource", "reachable", "read_resource", "resource_name"]
+__all__ = ["get_prompt", "no_resource", "reachable", "read_resource", "resource_names"]
 
 _UNKNOWN_CODES = frozenset({-32002, -32602})  # resource not found (2025), invalid params (2026-07-28)
 
@@ -82,9 +82,11 @@ async def read_resource(gw: Gateway, principal: Principal, uri: str) -> dict[str
     spec = spec_of(gw, row, principal.member)
     session = gw.upstreams.session(spec)
     secrets = secrets_of(gw, spec)
-    name = await resource_name(session, original, secrets)
-    if access.withholds((await gw.policy()).rules, principal, row, name):
+    names = await resource_names(session, original, secrets)
+    rules = (await gw.policy()).rules
+    if any(access.withholds(rules, principal, row, name) for name in names):
         raise no_resource(uri)
+    name = names[0]
     raw = await _audited(
         gw, principal, row, "resource", redact_text(name, secrets), redact_text(original, secrets),
         no_resource(uri),
@@ -105,19 +107,22 @@ async def reachable(gw: Gateway, principal: Principal, account: str, unknown: No
     return row
 
 
-async def resource_name(session: UpstreamSession, original: str, secrets: list[str]) -> str:
-    """The name of the listed resource at ``original``, else of the template it fills, else the URI."""
+async def resource_names(session: UpstreamSession, original: str, secrets: list[str]) -> list[str]:
+    """The names the resource at ``original`` goes by: of the listed resource at that URI, and of
+    every template it fills (the resolver withholds it when it withholds any of them); the URI
+    itself when it is neither listed nor fills a template."""
+    names: list[str] = []
     try:
         for item in await listed(session, "resources", secrets):
             if item.get("uri") == original:
-                return access.item_name(item, original)
+                names.append(access.item_name(item, original))
         for item in await listed(session, "resources/templates", secrets):
             template = item.get("uriTemplate")
             if isinstance(template, str) and template_matches(template, original):
-                return access.item_name(item, original)
+                names.append(access.item_name(item, original))
     except InBandError:  # the listing failed: the read answers for itself
         pass
-    return original
+    return names or [original]
 
 
 async def _audited(

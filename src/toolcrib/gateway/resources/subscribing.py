@@ -14,7 +14,7 @@ from toolcrib.gateway.connections.manage import secrets_of, spec_of
 from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.resources import access
 from toolcrib.gateway.resources.naming import parse_gateway_uri
-from toolcrib.gateway.resources.reading import no_resource, reachable, resource_name
+from toolcrib.gateway.resources.reading import no_resource, reachable, resource_names
 from toolcrib.policy.gates import Principal
 
 __all__ = ["subscribe", "unsubscribe"]
@@ -30,8 +30,9 @@ async def subscribe(gw: Gateway, principal: Principal, uri: str) -> None:
     row = await reachable(gw, principal, account, no_resource(uri))
     spec = spec_of(gw, row, principal.member)
     session = gw.upstreams.session(spec)
-    name = await resource_name(session, original, secrets_of(gw, spec))
-    if access.withholds((await gw.policy()).rules, principal, row, name):
+    names = await resource_names(session, original, secrets_of(gw, spec))
+    rules = (await gw.policy()).rules
+    if any(access.withholds(rules, principal, row, name) for name in names):
         raise no_resource(uri)
     if not await session.subscribe(original):
         raise InvalidArguments(f"the server of {account} does not offer resource subscriptions")
