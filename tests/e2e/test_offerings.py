@@ -264,6 +264,8 @@ async def test_r16_2_results_are_redacted_and_a_blob_over_the_cap_is_left_out_wh
         help_text = await c.get_prompt("desk__connection_help")
         logo = await c.read_resource("toolcrib://desk/files://logo.png")
         big = await c.read_resource("toolcrib://desk/files://big.bin")
+        result_id = (big.meta or {})["toolcrib_result_id"]  # kept in full
+        stored = await c.call_tool("toolcrib__results__read", {"result_id": result_id, "length": 200})
     (entry,) = config.contents
     assert isinstance(entry, types.TextResourceContents)
     assert KEY not in entry.text
@@ -280,6 +282,11 @@ async def test_r16_2_results_are_redacted_and_a_blob_over_the_cap_is_left_out_wh
     assert (cut.meta or {})["toolcrib_truncated"] is True
     assert (big.meta or {})["toolcrib_truncated"] is True
     assert cut.uri == "toolcrib://desk/files://big.bin"
+    page = payload(stored)["result"]
+    full = base64.b64encode(bytes(range(256)) * 176).decode()
+    assert page["total"] > len(full)
+    assert page["data"].startswith('{"contents": [{"uri": "toolcrib://desk/files://big.bin"')
+    assert "toolcrib-fixture" not in str(big.meta)  # the upstream's serverInfo is its own
 
 
 async def test_r9_2_a_secret_frozen_value_is_redacted_from_a_read_and_its_audit_entry(tmp_path: Path) -> None:

@@ -46,6 +46,7 @@ __all__ = [
     "DEPTH_MARKER",
     "MIN_SECRET_LENGTH",
     "REDACTED",
+    "RESULT_ID_KEY",
     "TRUNCATED_KEY",
     "Caps",
     "Shaped",

@@ -12,19 +12,22 @@ result is redacted and capped. An item the resolver withholds answers exactly as
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
+from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
 from toolcrib.errors import ConnectionInactive, InBandError, InvalidArguments, NotFound, UpstreamTimeout
 from toolcrib.gateway.audit import entries as audit
-from toolcrib.gateway.calls.shaping import redact_text
+from toolcrib.gateway.calls.results import without_protocol_meta
+from toolcrib.gateway.calls.shaping import Caps, redact_text
 from toolcrib.gateway.connections.manage import secrets_of, shown_reason, spec_of
 from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.resources import access
 from toolcrib.gateway.resources.naming import parse_gateway_uri, split_prompt_name, template_matches
 from toolcrib.gateway.resources.offerings import listed
 from toolcrib.gateway.resources.shaping import shape_contents, shape_prompt
+from toolcrib.gateway.resources.stored import shaped_and_stored
 from toolcrib.policy.gates import Principal
 from toolcrib.store.connections import ConnectionRow
 
@@ -68,7 +71,8 @@ async def get_prompt(
         gw, principal, row, "prompt", prompt, prompt, _no_prompt(name),
         lambda: session.ask("prompts/get", lambda c: _get(c, prompt, args)),
     )  # fmt: skip
-    return await anyio.to_thread.run_sync(shape_prompt, raw, account, secrets)
+    shape = partial(_shape_prompt, account=account, secrets=secrets)
+    return await shaped_and_stored(gw, principal, row, prompt, raw, shape)
 
 
 async def read_resource(gw: Gateway, principal: Principal, uri: str) -> dict[str, Any]:
@@ -92,7 +96,8 @@ async def read_resource(gw: Gateway, principal: Principal, uri: str) -> dict[str
         no_resource(uri),
         lambda: session.ask("resources/read", lambda c: _read(c, original)),
     )  # fmt: skip
-    return await anyio.to_thread.run_sync(shape_contents, raw, account, secrets)
+    shape = partial(_shape_contents, account=account, secrets=secrets)
+    return await shaped_and_stored(gw, principal, row, name, raw, shape)
 
 
 async def reachable(gw: Gateway, principal: Principal, account: str, unknown: NotFound) -> ConnectionRow:
@@ -164,8 +169,22 @@ async def _audited(
         raise
     with anyio.CancelScope(shield=True):
         await audit.close_entry(gw, entry, outcome="ok", error_code=None)
-    result: dict[str, Any] = answer.model_dump(mode="json", by_alias=True, exclude_none=True)
-    return result
+    return _as_ours(answer.model_dump(mode="json", by_alias=True, exclude_none=True))
+
+
+_UPSTREAM_ONLY = frozenset({"ttlMs", "cacheScope", "resultType"})
+"""How long the upstream lets its own answer be cached, and its kind: the gateway's answer is
+its own (a restriction changed since must not be outlived by an upstream's cache time)."""
+
+
+def _as_ours(result: dict[str, Any]) -> dict[str, Any]:
+    """An upstream answer without its cache hints and the ``_meta`` keys of the protocol's own
+    namespace (they describe the upstream's side of its connection, R-3.3)."""
+    out = without_protocol_meta({k: v for k, v in result.items() if k not in _UPSTREAM_ONLY})
+    for key in ("contents", "messages"):
+        if isinstance(out.get(key), list):
+            out[key] = [without_protocol_meta(item) if isinstance(item, dict) else item for item in out[key]]
+    return out
 
 
 def _upstream_code(exc: BaseException) -> int | None:
@@ -181,3 +200,13 @@ async def _get(client: Client, prompt: str, arguments: dict[str, str]) -> Any:
 
 async def _read(client: Client, uri: str) -> Any:
     return await client.read_resource(uri, cache_mode="refresh")
+
+
+def _shape_prompt(raw: Mapping[str, Any], caps: Caps, *, account: str, secrets: list[str]) -> dict[str, Any]:
+    return shape_prompt(raw, account, secrets, caps)
+
+
+def _shape_contents(
+    raw: Mapping[str, Any], caps: Caps, *, account: str, secrets: list[str]
+) -> dict[str, Any]:
+    return shape_contents(raw, account, secrets, caps)
