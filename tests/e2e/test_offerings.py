@@ -419,3 +419,26 @@ async def test_r16_2_a_uri_that_fills_a_withheld_template_is_withheld_even_when_
             handbook = await c.read_resource("toolcrib://desk/docs://handbook")
     assert withheld.value.data["code"] == "not_found"
     assert handbook.contents
+
+
+async def test_r13_2_a_connection_holds_a_bounded_number_of_resource_subscriptions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each subscription is a stream at a 2026-07-28 upstream: a client cannot make the gateway
+    hold them without end."""
+    from toolcrib.upstream import session
+
+    monkeypatch.setattr(session, "MAX_SUBSCRIPTIONS", 2)
+    async with (
+        desks(tmp_path, stateless=False) as d,
+        client(d.base, d.owner, mode="legacy") as c,
+    ):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            for n in (1, 2, 2):  # the same URI again holds no second stream
+                await c.subscribe_resource(f"toolcrib://desk/tickets://{n}")
+            with pytest.raises(MCPError) as refused:
+                await c.subscribe_resource("toolcrib://desk/tickets://3")
+            await c.unsubscribe_resource("toolcrib://desk/tickets://1")
+            await c.subscribe_resource("toolcrib://desk/tickets://3")  # room again
+    assert refused.value.data["code"] == "invalid_arguments"

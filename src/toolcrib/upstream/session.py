@@ -34,6 +34,7 @@ from toolcrib.errors import (
     AddressRefused,
     ElicitationUnavailable,
     InBandError,
+    InvalidArguments,
     NeedsReauth,
     TooLarge,
     UpstreamAuthFailed,
@@ -50,7 +51,7 @@ from toolcrib.upstream.relay import OUTSIDE_CALL, CallRelay, current_call
 from toolcrib.upstream.spec import UpstreamSpec
 from toolcrib.upstream.stdio import stdio_transport
 
-__all__ = ["OfferingsChanged", "UpstreamSession"]
+__all__ = ["MAX_SUBSCRIPTIONS", "OfferingsChanged", "UpstreamSession"]
 
 T = TypeVar("T")
 OfferingsChanged = Callable[[str, str, str], Coroutine[Any, Any, None]]
@@ -63,6 +64,8 @@ _MAX_BACKOFF = 30.0
 _MAX_PAGES = 100
 _STDERR_TAIL = 8192  # bytes of a stdio server's stderr read for its last line
 _DEFAULT_MAX_MESSAGE = 64 * 1024 * 1024
+MAX_SUBSCRIPTIONS = 256
+"""Resource subscriptions one session holds at its upstream at most (each a stream at 2026-07-28)."""
 
 
 def _too_large(exc: MCPError) -> bool:
@@ -231,6 +234,11 @@ class UpstreamSession:
         resources = client.server_capabilities.resources
         if resources is None or not resources.subscribe:
             return False
+        if uri not in self._watching and len(self._watching) >= MAX_SUBSCRIPTIONS:
+            raise InvalidArguments(
+                f"{self.spec.name}: the gateway holds at most {MAX_SUBSCRIPTIONS} resource subscriptions "
+                "per connection"
+            )
         if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
             if uri not in self._watching:
                 scope = self._watching[uri] = anyio.CancelScope()
@@ -239,16 +247,16 @@ class UpstreamSession:
         with warnings.catch_warnings():  # removed at 2026-07-28, the era this session speaks
             warnings.simplefilter("ignore", MCPDeprecationWarning)
             await self.ask("resources/subscribe", lambda c: c.subscribe_resource(uri))
+        self._watching[uri] = anyio.CancelScope()  # counted like a stream, cancelled by nothing
         return True
 
     async def unsubscribe(self, uri: str) -> None:
         """No longer be told about ``uri``."""
         scope = self._watching.pop(uri, None)
+        client = self._client
         if scope is not None:
             scope.cancel()
-            return
-        client = self._client
-        if client is None or client.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        if scope is None or client is None or client.protocol_version in MODERN_PROTOCOL_VERSIONS:
             return
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", MCPDeprecationWarning)
@@ -419,6 +427,7 @@ class UpstreamSession:
                 )
                 await stack.enter_async_context(client)
                 self.listings.clear()  # a new session: what the server offers is listed again
+                self._watching.clear()  # and it holds no subscription
                 self._client = client
                 ready.set()
                 async with anyio.create_task_group() as watchers:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +25,7 @@ from mcp.server.context import ServerRequestContext
 from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.resources.access import reaches_account
 from toolcrib.gateway.resources.naming import gateway_uri
+from toolcrib.gateway.resources.subscribing import unsubscribe
 from toolcrib.policy.gates import Principal
 from toolcrib.web.log_levels import MAX_SESSIONS, SESSION_HEADER
 
@@ -46,6 +48,7 @@ class Listeners:
         self._gw = gw
         self._limit = limit
         self._by_session: OrderedDict[str, _Listener] = OrderedDict()
+        self._dropped: list[_Listener] = []  # forgotten, their upstream subscriptions not yet ended
 
     def seen(self, ctx: ServerRequestContext[Any], principal: Principal) -> _Listener | None:
         """Remember the client of this request, when it has a session (None: it has none)."""
@@ -58,8 +61,17 @@ class Listeners:
             known = self._by_session[session_id] = _Listener(ctx.session, principal)
         self._by_session.move_to_end(session_id)
         while len(self._by_session) > self._limit:
-            self._by_session.popitem(last=False)
+            _, oldest = self._by_session.popitem(last=False)
+            self._dropped.append(oldest)
         return known
+
+    async def release(self) -> None:
+        """End the upstream subscriptions that only forgotten clients held."""
+        while self._dropped:
+            gone = self._dropped.pop()
+            for uri in gone.subscribed:
+                if not self.subscribers(uri):
+                    await _quietly(unsubscribe(self._gw, gone.principal, uri))
 
     def subscribers(self, uri: str) -> int:
         """How many remembered clients are subscribed to the gateway URI ``uri``."""
@@ -80,9 +92,11 @@ class Listeners:
                 continue
             try:
                 await _tell(listener.session, kind, at)
-            except Exception as exc:  # the client went away: forget it
+            except Exception as exc:  # the client went away: forget it, and what it subscribed to
                 logger.debug("a client session ended: %s", type(exc).__name__)
+                self._dropped.append(listener)
                 self._by_session.pop(session_id, None)
+        await self.release()
 
 
 async def _tell(session: Any, kind: str, uri: str) -> None:
@@ -92,3 +106,11 @@ async def _tell(session: Any, kind: str, uri: str) -> None:
         await session.send_resource_list_changed()
     else:
         await session.send_resource_updated(uri)
+
+
+async def _quietly(work: Awaitable[None]) -> None:
+    """An upstream unsubscription that may fail (the upstream went away too): logged, not raised."""
+    try:
+        await work
+    except Exception as exc:
+        logger.info("ending an upstream resource subscription failed: %s", type(exc).__name__)

@@ -149,6 +149,7 @@ class Offerings:
         listener = self.listeners.seen(ctx, principal)
         if listener is None:
             raise rpc_error(InvalidArguments("a subscription needs a session (this request has none)"))
+        await self.listeners.release()  # what forgotten clients held first: room for this one
         await _answered(lambda: subscribe(self._gw, principal, params.uri))
         listener.subscribed.add(params.uri)
         return types.EmptyResult()
