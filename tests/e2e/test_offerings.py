@@ -442,3 +442,35 @@ async def test_r13_2_a_connection_holds_a_bounded_number_of_resource_subscriptio
             await c.unsubscribe_resource("toolcrib://desk/tickets://1")
             await c.subscribe_resource("toolcrib://desk/tickets://3")  # room again
     assert refused.value.data["code"] == "invalid_arguments"
+
+
+async def test_r16_3_a_2026_client_listens_for_changes_and_updates_of_what_it_may_reach(
+    tmp_path: Path,
+) -> None:
+    from mcp.shared.subscriptions import ResourcesListChanged, ResourceUpdated
+
+    handbook = "toolcrib://desk/docs://handbook"
+    async with desks(tmp_path, stateless=False) as d:
+        await d.token("bob")
+        await restrictions.add_restriction(
+            d.gw, effect="block", target_kind="user", target="bob", account="desk", actor=OPERATOR
+        )
+        bob = await d.token("bob")
+        async with (
+            client(d.base, d.owner) as c,
+            client(d.base, bob) as b,
+            c.listen(resources_list_changed=True, resource_subscriptions=[handbook, "toolcrib://x/y"]) as sub,
+            b.listen(resources_list_changed=True, resource_subscriptions=[handbook]) as blocked,
+        ):
+            assert sub.honored.resource_subscriptions == [handbook]  # the unknown URI is not honored
+            assert not blocked.honored.resource_subscriptions
+            for tool in ("desk__grow_resources", "desk__touch_handbook"):
+                done = await c.call_tool("execute_tool", {"tool": tool, "arguments": {}})
+                assert not done.is_error, done
+            seen: list[Any] = []
+            with anyio.fail_after(20):
+                async for event in sub:
+                    seen.append(event)
+                    if {type(e) for e in seen} >= {ResourcesListChanged, ResourceUpdated}:
+                        break
+    assert ResourceUpdated(uri=handbook) in seen

@@ -109,7 +109,7 @@ def build_mcp_server(gw: Gateway, control: ControlPlane, telemetry: Telemetry) -
 async def _lifespan(face: McpFace, server: Server[Any]) -> AsyncIterator[McpFace]:
     """The server's lifespan (entered once by the session manager): the face's state, as it is;
     while it lasts, upstreams' prompt and resource changes reach the clients (R-16.3)."""
-    stop = face.gw.upstreams.listen_offerings(face.offerings.listeners.changed) if face.gw.running else None
+    stop = face.gw.upstreams.listen_offerings(face.offerings.changed) if face.gw.running else None
     try:
         yield face
     finally:

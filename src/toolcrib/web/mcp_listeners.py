@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,6 +45,8 @@ class Listeners:
     """The clients to tell about changes, at most ``limit`` of them."""
 
     def __init__(self, gw: Gateway, limit: int = MAX_SESSIONS) -> None:
+        self.also_held: Callable[[str], bool] = lambda uri: False
+        """Whether something else (a listen stream) holds an upstream subscription too."""
         self._gw = gw
         self._limit = limit
         self._by_session: OrderedDict[str, _Listener] = OrderedDict()
@@ -70,7 +72,7 @@ class Listeners:
         while self._dropped:
             gone = self._dropped.pop()
             for uri in gone.subscribed:
-                if not self.subscribers(uri):
+                if not self.subscribers(uri) and not self.also_held(uri):
                     await _quietly(unsubscribe(self._gw, gone.principal, uri))
 
     def subscribers(self, uri: str) -> int:

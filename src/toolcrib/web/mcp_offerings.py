@@ -30,6 +30,7 @@ from toolcrib.gateway.resources.reading import get_prompt, read_resource
 from toolcrib.gateway.resources.subscribing import subscribe, unsubscribe
 from toolcrib.policy.gates import Principal
 from toolcrib.web.mcp_listeners import Listeners
+from toolcrib.web.mcp_streams import Streams
 
 __all__ = ["AnnouncingServer", "Offerings", "rpc_error"]
 
@@ -86,7 +87,15 @@ class Offerings:
         self._gw = gw
         self._principal_of = principal_of
         self.listeners = Listeners(gw)
-        """The clients told when an upstream's prompts or resources change."""
+        """The clients told when an upstream's prompts or resources change (before 2026-07-28)."""
+        self.streams = Streams(gw, principal_of, lambda uri: self.listeners.subscribers(uri) > 0)
+        """Their ``subscriptions/listen`` streams (2026-07-28)."""
+        self.listeners.also_held = self.streams.holds
+
+    async def changed(self, account: str, kind: str, uri: str) -> None:
+        """An upstream's prompts or resources changed: tell who listens."""
+        await self.listeners.changed(account, kind, uri)
+        await self.streams.changed(account, kind, uri)
 
     def handlers(self) -> dict[str, Any]:
         """The ``Server(...)`` keyword arguments of these handlers."""
@@ -98,6 +107,7 @@ class Offerings:
             "on_read_resource": self.on_read_resource,
             "on_subscribe_resource": self.on_subscribe_resource,
             "on_unsubscribe_resource": self.on_unsubscribe_resource,
+            **({} if self._gw.settings.stateless else {"on_subscriptions_listen": self.streams.handler}),
         }
 
     async def _page(
