@@ -52,15 +52,17 @@ class Desks:
 
 
 @asynccontextmanager
-async def desks(tmp_path: Path, *accounts: str, **values: Any) -> AsyncIterator[Desks]:
+async def desks(
+    tmp_path: Path, *accounts: str, env: dict[str, str] | None = None, **values: Any
+) -> AsyncIterator[Desks]:
     """A served gateway with one stdio fixture connection per name in ``accounts``."""
     settings = settings_for(tmp_path, policy_cache_seconds=0, connect_timeout_seconds=20, **values)
     async with open_gateway(settings) as gw:
         owner = await owner_token(gw)
         for account in accounts or ("desk",):
-            env = {"FIXTURE_RESOURCES": "1", "FIXTURE_API_KEY": KEY}
+            given = {"FIXTURE_RESOURCES": "1", "FIXTURE_API_KEY": KEY, **(env or {})}
             row = await add_connection(
-                gw, account, connector="Helpdesk", command=FIXTURE_SERVER, env=env, actor=OPERATOR
+                gw, account, connector="Helpdesk", command=FIXTURE_SERVER, env=given, actor=OPERATOR
             )
             assert row.status == "active", row.reason
         async with serve(gw) as base:
@@ -474,3 +476,21 @@ async def test_r16_3_a_2026_client_listens_for_changes_and_updates_of_what_it_ma
                     if {type(e) for e in seen} >= {ResourcesListChanged, ResourceUpdated}:
                         break
     assert ResourceUpdated(uri=handbook) in seen
+
+
+async def test_r16_2_a_read_whose_names_cannot_be_listed_is_refused_not_let_through(tmp_path: Path) -> None:
+    """The resolver decides a resource by its listed name: when the listing fails, the read fails
+    too, rather than being decided by its URI (which a name pattern would not match)."""
+    async with desks(tmp_path, env={"FIXTURE_FAIL_RESOURCE_LIST": "1"}) as d:
+        alice = await d.token("alice")
+        await restrictions.add_restriction(
+            d.gw, effect="block", target_kind="user", target="alice", tool="secret_*", actor=OPERATOR
+        )
+        async with client(d.base, alice) as c:
+            assert await _all_resources(c) == []  # the connection is left out of the listing
+            with pytest.raises(MCPError) as refused:
+                await c.read_resource("toolcrib://desk/docs://secret-plan")
+        rows = [r for r in await _rows(d.gw) if r.kind == "resource"]
+    assert refused.value.data["code"] == "upstream_error"
+    assert "ship on Friday" not in str(refused.value.data)
+    assert rows == []

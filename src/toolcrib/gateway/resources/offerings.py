@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
+from toolcrib.errors import TooLarge
 from toolcrib.gateway.calls.shaping import redact_value
 
 if TYPE_CHECKING:  # the SDK loads with the first session, not with this module
@@ -46,6 +47,8 @@ async def listed(session: UpstreamSession, kind: Kind, secrets: Sequence[str]) -
 
 
 async def _read_all(session: UpstreamSession, kind: Kind) -> list[dict[str, Any]]:
+    """Every page; more than :data:`_MAX_PAGES` is ``too_large``: a listing is never kept cut,
+    since a read decides a resource's name by it (a name left out could be a withheld one)."""
     items: list[dict[str, Any]] = []
     cursor: str | None = None
     for _ in range(_MAX_PAGES):
@@ -55,8 +58,8 @@ async def _read_all(session: UpstreamSession, kind: Kind) -> list[dict[str, Any]
         )
         cursor = page.next_cursor
         if not cursor:
-            break
-    return items
+            return items
+    raise TooLarge(f"{session.spec.name}: its {kind} list is over {_MAX_PAGES} pages")
 
 
 async def _page(client: Client, *, kind: Kind, cursor: str | None) -> Any:

@@ -117,16 +117,14 @@ async def resource_names(session: UpstreamSession, original: str, secrets: list[
     every template it fills (the resolver withholds it when it withholds any of them); the URI
     itself when it is neither listed nor fills a template."""
     names: list[str] = []
-    try:
-        for item in await listed(session, "resources", secrets):
-            if item.get("uri") == original:
-                names.append(access.item_name(item, original))
-        for item in await listed(session, "resources/templates", secrets):
-            template = item.get("uriTemplate")
-            if isinstance(template, str) and template_matches(template, original):
-                names.append(access.item_name(item, original))
-    except InBandError:  # the listing failed: the read answers for itself
-        pass
+    # A listing that fails fails the read: a name it would have shown may be withheld.
+    for item in await listed(session, "resources", secrets):
+        if item.get("uri") == original:
+            names.append(access.item_name(item, original))
+    for item in await listed(session, "resources/templates", secrets):
+        template = item.get("uriTemplate")
+        if isinstance(template, str) and template_matches(template, original):
+            names.append(access.item_name(item, original))
     return names or [original]
 
 
