@@ -494,3 +494,27 @@ async def test_r16_2_a_read_whose_names_cannot_be_listed_is_refused_not_let_thro
     assert refused.value.data["code"] == "upstream_error"
     assert "ship on Friday" not in str(refused.value.data)
     assert rows == []
+
+
+async def test_r16_2_a_resource_added_since_the_kept_listing_is_decided_by_its_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An upstream that does not announce its changes: the kept listing lacks the new resource,
+    whose name is withheld; reading it by URI looks it up in a fresh listing first."""
+    from toolcrib.gateway.resources import reading
+    from toolcrib.upstream.session import UpstreamSession
+
+    monkeypatch.setattr(reading, "FRESH_SECONDS", 0.0)  # "older than the bound": no wait in a test
+    monkeypatch.setattr(UpstreamSession, "_offerings_changed", lambda self, kind: None)  # announces nothing
+    async with desks(tmp_path) as d:
+        alice = await d.token("alice")
+        await restrictions.add_restriction(
+            d.gw, effect="block", target_kind="user", target="alice", tool="added", actor=OPERATOR
+        )
+        async with client(d.base, alice) as c, client(d.base, d.owner) as owner:
+            await _all_resources(c)  # the listing is kept now, without docs://added
+            grown = await owner.call_tool("execute_tool", {"tool": "desk__grow_resources", "arguments": {}})
+            assert not grown.is_error, grown
+            with pytest.raises(MCPError) as withheld:
+                await c.read_resource("toolcrib://desk/docs://added")
+    assert withheld.value.data["code"] == "not_found"

@@ -22,21 +22,27 @@ if TYPE_CHECKING:  # the SDK loads with the first session, not with this module
 
     from toolcrib.upstream.session import UpstreamSession
 
-__all__ = ["LISTING_SECONDS", "Kind", "listed"]
+__all__ = ["FRESH_SECONDS", "LISTING_SECONDS", "Kind", "listed"]
 
 Kind = Literal["prompts", "resources", "resources/templates"]
 LISTING_SECONDS = 30.0
 """How long a listing is used before it is read again (a server that announces changes says so
 sooner); the policy cache time bounds how long a restriction change takes, not this."""
+FRESH_SECONDS = 1.0
+"""A read of a URI the kept listing does not name lists again when the listing is older than this:
+a resource added since could go by a withheld name."""
 _MAX_PAGES = 50
 _FIELD = {"prompts": "prompts", "resources": "resources", "resources/templates": "resource_templates"}
 
 
-async def listed(session: UpstreamSession, kind: Kind, secrets: Sequence[str]) -> list[dict[str, Any]]:
-    """The server's ``kind`` as JSON objects (empty when it offers none), redacted by ``secrets``."""
+async def listed(
+    session: UpstreamSession, kind: Kind, secrets: Sequence[str], *, max_age: float = LISTING_SECONDS
+) -> list[dict[str, Any]]:
+    """The server's ``kind`` as JSON objects (empty when it offers none), redacted by ``secrets``;
+    a listing older than ``max_age`` seconds is read again."""
     held = session.listings.get(kind)
     now = time.monotonic()
-    if held is not None and now - held[0] < LISTING_SECONDS:
+    if held is not None and now - held[0] < max_age:
         items: list[dict[str, Any]] = held[1]
         return items
     capabilities = await session.capabilities()

@@ -25,7 +25,7 @@ from toolcrib.gateway.connections.manage import secrets_of, shown_reason, spec_o
 from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.resources import access
 from toolcrib.gateway.resources.naming import parse_gateway_uri, split_prompt_name, template_matches
-from toolcrib.gateway.resources.offerings import listed
+from toolcrib.gateway.resources.offerings import FRESH_SECONDS, LISTING_SECONDS, listed
 from toolcrib.gateway.resources.shaping import shape_contents, shape_prompt
 from toolcrib.gateway.resources.stored import shaped_and_stored
 from toolcrib.policy.gates import Principal
@@ -116,16 +116,26 @@ async def resource_names(session: UpstreamSession, original: str, secrets: list[
     """The names the resource at ``original`` goes by: of the listed resource at that URI, and of
     every template it fills (the resolver withholds it when it withholds any of them); the URI
     itself when it is neither listed nor fills a template."""
+    # A listing that fails fails the read: a name it would have shown may be withheld. A URI the
+    # kept listings do not name is looked up in fresh ones: it may have been added since.
+    names = await _names_in_listings(session, original, secrets, LISTING_SECONDS)
+    if not names:
+        names = await _names_in_listings(session, original, secrets, FRESH_SECONDS)
+    return names or [original]
+
+
+async def _names_in_listings(
+    session: UpstreamSession, original: str, secrets: list[str], max_age: float
+) -> list[str]:
     names: list[str] = []
-    # A listing that fails fails the read: a name it would have shown may be withheld.
-    for item in await listed(session, "resources", secrets):
+    for item in await listed(session, "resources", secrets, max_age=max_age):
         if item.get("uri") == original:
             names.append(access.item_name(item, original))
-    for item in await listed(session, "resources/templates", secrets):
+    for item in await listed(session, "resources/templates", secrets, max_age=max_age):
         template = item.get("uriTemplate")
         if isinstance(template, str) and template_matches(template, original):
             names.append(access.item_name(item, original))
-    return names or [original]
+    return names
 
 
 async def _audited(
