@@ -19,6 +19,9 @@ Same run, same machine, loopback only:
 - ``--audit-stream`` (alone): what the audit stream costs ``execute_tool``: a webhook sink (a local
   receiver) on against no sink, same run (``bench/_stream_cost.py``); every event must arrive.
 
+- ``--resources`` (alone): ``resources/read`` of a connection's resource straight to its server
+  and through the gateway, beside ``echo_message`` straight and as ``execute_tool``, interleaved in
+  the same run, p50 and ratios (``bench/_resource_read.py``, #34).
 - ``--tracing`` (alone): ``execute_tool`` with traces exported over OTLP/HTTP to a local receiver
   against the same gateway without ``OTEL_*`` variables, p50 ratio (``bench/_tracing_cost.py``).
 
@@ -529,6 +532,11 @@ def main() -> None:
         help="only what traces exported over OTLP/HTTP cost execute_tool (p50 against none)",
     )
     parser.add_argument(
+        "--resources",
+        action="store_true",
+        help="only resources/read through the gateway against direct, beside execute_tool (p50, same run)",
+    )
+    parser.add_argument(
         "--audit-stream",
         action="store_true",
         help="only what the audit stream (a webhook sink, a local receiver) costs execute_tool (p50, on/off)",
@@ -542,6 +550,9 @@ def main() -> None:
         return
     if args.tracing:  # traces on against off (#24)
         _only(args, "_tracing_cost", "tracing_rows", "tracing")
+        return
+    if args.resources:  # resources/read through the gateway, beside execute_tool (#34)
+        _only(args, "_resource_read", "resources_rows", "resources_read")
         return
     try:
         report = anyio.run(run, args)

@@ -172,6 +172,17 @@ class SearchForget(Arguments):
     tool: str | None = None
 
 
+class OfferingsList(Arguments):
+    account: str | None = None
+    cursor: str | None = None
+    member: str | None = None
+
+
+class ResourcesRead(Arguments):
+    uri: str
+    member: str | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class OperationSpec:
     """One operation as every face names it: ``{prefix}__{resource}__{operation}``."""
@@ -180,13 +191,19 @@ class OperationSpec:
     operation: str
     description: str
     arguments: type[Arguments]
+    over_mcp: bool = True
+    """Listed and called as a control-plane tool over MCP. The prompt and resource operations are
+    not: an MCP client has the protocol's own methods for them (``prompts/list``, ...), and
+    ``tools/list`` stays as it was (R-2.2, R-10.2)."""
 
     @property
     def key(self) -> str:
         return f"{self.resource}__{self.operation}"
 
 
-def _specs(*rows: tuple[str, str, str, type[Arguments]]) -> tuple[OperationSpec, ...]:
+def _specs(
+    *rows: tuple[str, str, str, type[Arguments]] | tuple[str, str, str, type[Arguments], bool],
+) -> tuple[OperationSpec, ...]:
     return tuple(OperationSpec(*row) for row in rows)
 
 
@@ -216,7 +233,12 @@ OPERATION_SPECS = _specs(
     ("grants", "create", "New access token.", GrantsCreate),
     ("grants", "revoke", "Revoke a grant.", Id),
     ("restrictions", "list", "List rules.", NoArguments),
-    ("restrictions", "create", "Add allow/block rule.", RestrictionsCreate),
+    (
+        "restrictions",
+        "create",
+        "Add allow/block rule (tool names prompts/resources too).",
+        RestrictionsCreate,
+    ),
     ("restrictions", "delete", "Delete a rule.", Id),
     ("restrictions", "explain", "Rules deciding a tool.", RestrictionsExplain),
     ("frozen", "set", "Freeze a param (JSON).", FrozenSet),
@@ -235,6 +257,22 @@ OPERATION_SPECS = _specs(
     ("tools", "reject", "Keep it held.", ToolsReject),
     ("search", "examples", "Learned searches per tool.", NoArguments),
     ("search", "forget", "Forget learned searches.", SearchForget),
+    (
+        "prompts",
+        "list",
+        "Prompts of connections ({account}__{prompt}); member: as whom.",
+        OfferingsList,
+        False,
+    ),
+    ("resources", "list", "Resources of connections (gateway URIs); member: as whom.", OfferingsList, False),
+    (
+        "resources",
+        "list_templates",
+        "Resource templates of connections; member: as whom.",
+        OfferingsList,
+        False,
+    ),
+    ("resources", "read", "Read a resource by its gateway URI; member: as whom.", ResourcesRead, False),
 )
 _BY_KEY = {s.key: s for s in OPERATION_SPECS}
 

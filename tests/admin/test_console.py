@@ -432,3 +432,25 @@ async def test_r10_3_the_playground_diagnoses_a_tool_missing_for_the_member(org:
     assert '<code class="stopped-at">grant_scope</code>' in played.text
     cards = played.text.split("<h2>Cards</h2>", 1)[1].split("<h2>", 1)[0]
     assert "desk__add_numbers" not in cards
+
+
+async def test_r16_1_the_connections_page_lists_a_connections_prompts_and_resources(org: Org) -> None:
+    token = await org.token("ria", "member")
+    rule = await restrictions.add_restriction(
+        org.c.gw.store, effect="block", target_kind="user", target="ria", account="desk", tool="secret_*",
+        actor=OPERATOR,
+    )  # fmt: skip
+    try:
+        member, _ = await org.c.signed_in(token)
+        owner, _ = await org.c.signed_in(org.owner)
+        shown = (await owner.get("/admin/connections")).text
+        seen_by_member = (await member.get("/admin/connections")).text
+    finally:
+        await restrictions.remove_restriction(org.c.gw.store, rule.id, OPERATOR)
+    offerings = shown.split('<tr class="offerings"', 1)[1].split("</details>", 1)[0]
+    assert "<code>desk__summarize_ticket</code>" in offerings
+    assert "<code>toolcrib://desk/docs://handbook</code>" in offerings
+    assert "<code>toolcrib://desk/tickets://{ticket_id}</code>" in offerings
+    assert "toolcrib://desk/docs://secret-plan" in offerings
+    assert "toolcrib://desk/docs://handbook" in seen_by_member
+    assert "docs://secret-plan" not in seen_by_member

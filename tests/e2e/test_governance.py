@@ -23,7 +23,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from tests.conftest import Process, cli, free_port
-from tests.e2e.mcpclient import error_code, payload
+from tests.e2e.mcpclient import connect, error_code, payload
 from tests.e2e.org import ALL_SCOPES, PREFIX, READ_TOOL, Org, add_call, error_of, names_of, organization, rpc
 from tests.principals import OPERATOR
 from toolcrib.gateway.connections.manage import add_connection
@@ -335,7 +335,7 @@ async def test_r7_4_forbidden_tool_is_hidden_everywhere_and_answers_forbidden_by
 
 # --- the one resolver at every gate ------------------------------------------------------
 
-GATES = ("list_connections", "connect", "search", "execute", "outbound", "result", "diagnose")
+GATES = ("list_connections", "connect", "search", "execute", "outbound", "result", "diagnose", "offerings")
 
 
 async def test_r8_4_the_one_resolver_is_asked_on_every_path(
@@ -371,6 +371,10 @@ async def test_r8_4_the_one_resolver_is_asked_on_every_path(
         assert "diagnose" in await asks(
             org.call(org.owner, PREFIX + "tools__diagnose", {"name": "desk__add_numbers"})
         )
+        asked.clear()
+        async with connect(org.base, org.owner) as client:
+            await client.list_prompts()
+        assert "offerings" in asked  # prompts and resources too
 
 
 @pytest.mark.parametrize("gate", GATES)
@@ -410,6 +414,13 @@ async def test_r8_4_a_refusal_of_the_resolver_stops_each_path(
         elif gate == "result":
             read = {"result_id": result_id}
             assert error_code(await org.call(org.owner, PREFIX + "results__read", read)) == "restricted"
+        elif gate == "offerings":
+            async with connect(org.base, org.owner) as client:
+                assert (await client.list_prompts()).prompts == []
+                with pytest.raises(MCPError) as refused:
+                    await client.read_resource("toolcrib://desk/docs://handbook")
+            assert refused.value.data["code"] == "not_found"
+            assert org.gw.audit_rows_written == audited
         else:
             diagnosis = await org.control(org.owner, "tools__diagnose", {"name": "desk__add_numbers"})
             assert diagnosis["stopped_at"] == "connection_exists"
@@ -522,7 +533,9 @@ async def test_r10_2_rest_api_serves_the_same_operations_with_the_same_checks(
             document = (await http.get("/api/openapi.json")).json()
         operation_ids = {p["post"]["operationId"] for p in document["paths"].values()}
         listed = {n for n in await org.listed(org.owner) if n.startswith(PREFIX)}
-        assert operation_ids == listed
+        # prompts and resources: REST and command-line operations; MCP has its own methods (#34)
+        own_methods = {PREFIX + n for n in ("prompts__list", "resources__list", "resources__list_templates")}
+        assert operation_ids == listed | own_methods | {PREFIX + "resources__read"}
         assert "/api/members/list" in document["paths"]
 
 

@@ -37,7 +37,7 @@ CORE_HOLDS = {
 BACKGROUND = {"process", "follower", "housekeeping", "connections.upstream_events"}
 """Started by the process's lifecycle alone: no other module imports them."""
 LIFECYCLE = {"process"}
-FEATURES = {"calls", "discovery", "identity", "connections", "audit", "governance", "orgfile"}
+FEATURES = {"calls", "discovery", "identity", "connections", "audit", "governance", "orgfile", "resources"}
 """The feature packages: each a folder named for what its modules are for (#33)."""
 MAX_TOP_LEVEL = 12
 

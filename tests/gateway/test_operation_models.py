@@ -55,6 +55,10 @@ BEFORE = {
     "tools__reject": ("account tool", "account tool"),
     "search__examples": ("", ""),
     "search__forget": ("tool", ""),
+    "prompts__list": ("account cursor member", ""),
+    "resources__list": ("account cursor member", ""),
+    "resources__list_templates": ("account cursor member", ""),
+    "resources__read": ("uri member", "uri"),
 }
 """The props strings the schemas were written as before the models ("name:kind", string by default)."""
 

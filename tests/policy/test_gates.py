@@ -132,6 +132,8 @@ def test_r10_1_every_operation_has_a_permission() -> None:
         "approvals",
         "limits",
         "search",
+        "prompts",
+        "resources",
     }
     assert permission_for("members", "update_role") == "members:write"
     assert permission_for("approvals", "approve") == "restrictions:write"

@@ -411,7 +411,11 @@ def restrictions_add(
     user: str | None = typer.Option(None, "--user"),
     connector: str | None = typer.Option(None, "--connector"),
     account: str | None = typer.Option(None, "--account"),
-    tool: str | None = typer.Option(None, "--tool", help="Exact name (allow) or glob (block)."),
+    tool: str | None = typer.Option(
+        None,
+        "--tool",
+        help="Exact name (allow) or glob (block) of a tool; it names prompts and resources alike.",
+    ),
     database: str | None = DatabaseOption,
     as_json: bool = JsonOption,
 ) -> None:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from toolcrib.cli import admin, operations, orgfile, reference
+from toolcrib.cli import admin, offerings, operations, orgfile, reference
 from toolcrib.cli.approvals import approvals_app
 from toolcrib.cli.common import DatabaseOption, JsonOption, console, emit, fail, run_gateway, settings_for
 from toolcrib.cli.connectors import connectors_app
@@ -68,6 +68,8 @@ try:
     app.add_typer(eval_app, name="eval")
 except ImportError:  # pragma: no cover - present in every install; guards a partial checkout
     pass
+app.add_typer(offerings.prompts_app, name="prompts")  # prompts and resources of connections (#34)
+app.add_typer(offerings.resources_app, name="resources")
 app.add_typer(search_app, name="search")  # `toolcrib search QUERY`, and what search learned
 
 
@@ -249,5 +251,7 @@ operations.register(  # every control-plane operation as `toolcrib {resource} {o
         "limits": limits_app,
         "connectors": connectors_app,
         "search": search_app,
+        "prompts": offerings.prompts_app,
+        "resources": offerings.resources_app,
     },
 )

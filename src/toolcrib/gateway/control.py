@@ -29,6 +29,7 @@ from toolcrib.gateway.discovery import diagnose, learning
 from toolcrib.gateway.governance import approvals, rate_limits, restrictions
 from toolcrib.gateway.identity import grants, members
 from toolcrib.gateway.inputs import validate_input
+from toolcrib.gateway.resources import faces as offerings
 from toolcrib.operations import (
     Account,
     ApprovalsSet,
@@ -48,6 +49,8 @@ from toolcrib.operations import (
     MembersUpdateRole,
     Name,
     NoArguments,
+    OfferingsList,
+    ResourcesRead,
     RestrictionsCreate,
     RestrictionsExplain,
     ResultsRead,
@@ -84,6 +87,8 @@ class Operation:
     input_schema: dict[str, Any]
     handler: Handler
     arguments: type[Arguments]
+    over_mcp: bool = True
+    """Listed and called as a tool over MCP (``OperationSpec.over_mcp``)."""
 
     @property
     def annotations(self) -> dict[str, bool]:
@@ -109,7 +114,15 @@ def _op(resource: str, operation: str) -> Callable[[Handler], Operation]:
         taken = list(inspect.signature(handler).parameters.values())[2].annotation
         if taken != described.arguments.__name__:  # annotations are strings here (PEP 563)
             raise TypeError(f"{handler.__name__} must take {described.arguments.__name__}, not {taken}")
-        return Operation(resource, operation, described.description, schema, handler, described.arguments)
+        return Operation(
+            resource,
+            operation,
+            described.description,
+            schema,
+            handler,
+            described.arguments,
+            described.over_mcp,
+        )
 
     return wrap
 
@@ -449,6 +462,32 @@ async def _search_forget(gw: Gateway, caller: Principal, a: SearchForget) -> Any
     return await learning.forget_examples(gw, caller, a.tool)
 
 
+@_op("prompts", "list")
+async def _prompts_list(gw: Gateway, caller: Principal, a: OfferingsList) -> Any:
+    return await offerings.list_for(
+        gw, caller, "prompts", account=a.account, cursor=a.cursor, member=a.member
+    )
+
+
+@_op("resources", "list")
+async def _resources_list(gw: Gateway, caller: Principal, a: OfferingsList) -> Any:
+    return await offerings.list_for(
+        gw, caller, "resources", account=a.account, cursor=a.cursor, member=a.member
+    )
+
+
+@_op("resources", "list_templates")
+async def _resources_list_templates(gw: Gateway, caller: Principal, a: OfferingsList) -> Any:
+    return await offerings.list_for(
+        gw, caller, "resources/templates", account=a.account, cursor=a.cursor, member=a.member
+    )
+
+
+@_op("resources", "read")
+async def _resources_read(gw: Gateway, caller: Principal, a: ResourcesRead) -> Any:
+    return await offerings.read_for(gw, caller, a.uri, member=a.member)
+
+
 OPERATIONS: tuple[Operation, ...] = tuple(v for v in dict(globals()).values() if isinstance(v, Operation))
 _BY_KEY = {(o.resource, o.operation): o for o in OPERATIONS}
 
@@ -515,7 +554,7 @@ class ControlPlane:
         return [
             (name, op)
             for name, op in self._ops.items()
-            if can_use_operation(principal, _permission(principal, op), op.operation)
+            if op.over_mcp and can_use_operation(principal, _permission(principal, op), op.operation)
         ]
 
     def definitions_for(self, principal: Principal) -> list[dict[str, Any]]:
@@ -543,7 +582,7 @@ class ControlPlane:
 
     def _unwrap(self, arguments: object) -> tuple[str, object]:
         """The operation's listed name and its arguments from a ``{prefix}__admin`` call."""
-        keys = [f"{o.resource}__{o.operation}" for o in OPERATIONS]
+        keys = [f"{o.resource}__{o.operation}" for o in OPERATIONS if o.over_mcp]
         schema = {
             "type": "object",
             "properties": {"operation": {"enum": keys}, "arguments": {"type": "object"}},
@@ -565,7 +604,7 @@ class ControlPlane:
         if nested:
             name, arguments = self._unwrap(arguments)
         op = self._ops.get(name)
-        if op is None:
+        if op is None or (over_mcp and not op.over_mcp):  # MCP has prompts/list etc. of its own
             raise NotFound(f"no operation {name!r}")
         require_operation(principal, _permission(principal, op), op.operation)
         try:

@@ -11,7 +11,9 @@ rate limits under ``restrictions:write`` (like a restriction, they decide whethe
 reading limits: ``restrictions:read``); what searches learned of the tools (R-5.12), read and
 cleared, under ``connections:write`` too (what a tool was used for goes with what it is).
 Reading one's own stored result and diagnosing a missing tool need ``tool:execute``: they serve
-the member who calls tools. Changing an owner also needs ``owners:write``
+the member who calls tools; so do listing and reading prompts and resources (R-16.2; reading as
+another member, ``member``, needs ``restrictions:read`` besides, checked by the gateway
+function). Changing an owner also needs ``owners:write``
 (:func:`toolcrib.policy.roles.require_member_change`).
 """
 
@@ -41,6 +43,8 @@ OPERATIONS: dict[tuple[str, str], str] = {
     ("tools", "diagnose"): "tool:execute",
     **{("tools", op): "connections:write" for op in ("changes", "accept", "reject")},
     **{("search", op): "connections:write" for op in ("examples", "forget")},
+    ("prompts", "list"): "tool:execute",
+    **{("resources", op): "tool:execute" for op in ("list", "list_templates", "read")},
 }
 
 

@@ -13,9 +13,10 @@ import math
 import os
 import tempfile
 import time
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+import warnings
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 import anyio
 import httpx2
@@ -23,7 +24,7 @@ import mcp_types as types
 from anyio.abc import TaskGroup
 from mcp.client import Client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.exceptions import MCPError
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types.jsonrpc import CONNECTION_CLOSED
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
@@ -33,6 +34,7 @@ from toolcrib.errors import (
     AddressRefused,
     ElicitationUnavailable,
     InBandError,
+    InvalidArguments,
     NeedsReauth,
     TooLarge,
     UpstreamAuthFailed,
@@ -49,7 +51,12 @@ from toolcrib.upstream.relay import OUTSIDE_CALL, CallRelay, current_call
 from toolcrib.upstream.spec import UpstreamSpec
 from toolcrib.upstream.stdio import stdio_transport
 
-__all__ = ["UpstreamSession"]
+__all__ = ["MAX_SUBSCRIPTIONS", "OfferingsChanged", "UpstreamSession"]
+
+T = TypeVar("T")
+OfferingsChanged = Callable[[str, str, str], Coroutine[Any, Any, None]]
+"""Told ``(connection, kind, uri)`` when an upstream says its ``prompts`` or ``resources`` list
+changed (``uri`` empty), or that the resource at ``uri`` was ``updated``."""
 
 logger = logging.getLogger(__name__)
 
@@ -57,6 +64,8 @@ _MAX_BACKOFF = 30.0
 _MAX_PAGES = 100
 _STDERR_TAIL = 8192  # bytes of a stdio server's stderr read for its last line
 _DEFAULT_MAX_MESSAGE = 64 * 1024 * 1024
+MAX_SUBSCRIPTIONS = 256
+"""Resource subscriptions one session holds at its upstream at most (each a stream at 2026-07-28)."""
 
 
 def _too_large(exc: MCPError) -> bool:
@@ -97,8 +106,14 @@ class UpstreamSession:
         on_tools_changed: Callable[[str], Coroutine[Any, Any, None]] | None = None,
         on_auth_needed: Callable[[UpstreamSpec], Coroutine[Any, Any, str | None]] | None = None,
         addresses: AddressPolicy | None = None,
+        on_offerings_changed: OfferingsChanged | None = None,
     ) -> None:
         self.spec = spec
+        self._on_offerings_changed = on_offerings_changed
+        self.listings: dict[str, tuple[float, Any]] = {}
+        """What this session's server offers besides tools (``prompts``, ``resources``, ...), as
+        last listed with when (``time.monotonic``): kept by ``gateway.resources``, emptied when the
+        session starts again or the server says its list changed."""
         self._addresses = addresses or AddressPolicy()  # R-13.5: checked on every connection
         self._on_auth_needed = on_auth_needed
         self._auth_needed = False  # the OAuth grant is gone: a person must authorize again
@@ -121,6 +136,7 @@ class UpstreamSession:
         self._error_status: int | None = None  # the last error status a POST was answered with
         self._refused_address: AddressRefused | None = None  # a host the gateway will not call (R-13.5)
         self._in_flight: list[CallRelay | None] = []  # the calls running now, for what names no call
+        self._watching: dict[str, anyio.CancelScope] = {}  # resource URI -> its listen stream (2026-07-28)
 
     @property
     def running(self) -> bool:
@@ -194,6 +210,74 @@ class UpstreamSession:
             current_call.reset(token)
         self._failures = 0
         return result.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+    async def ask(self, what: str, send: Callable[[Client], Awaitable[T]]) -> T:
+        """One request other than ``tools/call`` (``prompts/get``, ``resources/read``, a listing)
+        within the call timeout, its failures translated like a call's."""
+        client = await self._ensure()
+        with self._in_use():
+            async with self._translated(what, self._call_timeout):
+                answer = await send(client)
+        self._failures = 0
+        return answer
+
+    async def capabilities(self) -> types.ServerCapabilities:
+        """What the server said it offers when the session started (started now if need be)."""
+        return (await self._ensure()).server_capabilities
+
+    async def subscribe(self, uri: str) -> bool:
+        """Be told when the resource at ``uri`` changes (``updated``), where the server offers it:
+        ``resources/subscribe`` before 2026-07-28, a ``subscriptions/listen`` stream naming it on
+        2026-07-28. False when the server offers no subscriptions. A session started again has
+        none: who subscribed subscribes again."""
+        client = await self._ensure()
+        resources = client.server_capabilities.resources
+        if resources is None or not resources.subscribe:
+            return False
+        if uri not in self._watching and len(self._watching) >= MAX_SUBSCRIPTIONS:
+            raise InvalidArguments(
+                f"{self.spec.name}: the gateway holds at most {MAX_SUBSCRIPTIONS} resource subscriptions "
+                "per connection"
+            )
+        if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            if uri not in self._watching:
+                scope = self._watching[uri] = anyio.CancelScope()
+                self._tg.start_soon(self._watch, client, uri, scope)
+            return True
+        with warnings.catch_warnings():  # removed at 2026-07-28, the era this session speaks
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            await self.ask("resources/subscribe", lambda c: c.subscribe_resource(uri))
+        self._watching[uri] = anyio.CancelScope()  # counted like a stream, cancelled by nothing
+        return True
+
+    async def unsubscribe(self, uri: str) -> None:
+        """No longer be told about ``uri``."""
+        scope = self._watching.pop(uri, None)
+        client = self._client
+        if scope is not None:
+            scope.cancel()
+        if scope is None or client is None or client.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            await self.ask("resources/unsubscribe", lambda c: c.unsubscribe_resource(uri))
+
+    async def _watch(self, client: Client, uri: str, scope: anyio.CancelScope) -> None:
+        with scope:
+            try:
+                async with client.listen(resource_subscriptions=[uri]) as subscription:
+                    async for _event in subscription:
+                        self._updated(uri)
+            except Exception as exc:  # a lost stream only stops this subscription
+                logger.info(
+                    "upstream %s: a resource subscription ended: %s", self.spec.name, type(exc).__name__
+                )
+        if self._watching.get(uri) is scope:
+            self._watching.pop(uri, None)
+
+    def _updated(self, uri: str) -> None:
+        if self._on_offerings_changed is not None:
+            self._tg.start_soon(self._on_offerings_changed, self.spec.name, "updated", uri)
 
     def _sole_call(self) -> CallRelay | None:
         """The relay of the one call in flight, when exactly one is (what names no call goes there)."""
@@ -342,6 +426,8 @@ class UpstreamSession:
                     cache=None,
                 )
                 await stack.enter_async_context(client)
+                self.listings.clear()  # a new session: what the server offers is listed again
+                self._watching.clear()  # and it holds no subscription
                 self._client = client
                 ready.set()
                 async with anyio.create_task_group() as watchers:
@@ -405,16 +491,28 @@ class UpstreamSession:
     def _announces_tool_changes(client: Client) -> bool:
         """On 2026-07-28 connections changes come on a ``subscriptions/listen`` stream, not as
         loose notifications; earlier protocol versions use ``_on_message``."""
-        tools = client.server_capabilities.tools
-        listed = bool(tools is not None and tools.list_changed)
+        caps = client.server_capabilities
+        listed = any(c is not None and c.list_changed for c in (caps.tools, caps.prompts, caps.resources))
         return listed and client.protocol_version in MODERN_PROTOCOL_VERSIONS
 
     async def _listen_for_tool_changes(self, client: Client) -> None:
+        caps = client.server_capabilities
+        wanted = {
+            kind: bool(c is not None and c.list_changed)
+            for kind, c in (("tools", caps.tools), ("prompts", caps.prompts), ("resources", caps.resources))
+        }
         try:
-            async with client.listen(tools_list_changed=True) as subscription:
-                async for _event in subscription:
-                    if self._on_tools_changed is not None:
+            async with client.listen(
+                tools_list_changed=wanted["tools"],
+                prompts_list_changed=wanted["prompts"],
+                resources_list_changed=wanted["resources"],
+            ) as subscription:
+                async for event in subscription:
+                    kind = _changed_kind(event)
+                    if kind == "tools" and self._on_tools_changed is not None:
                         self._tg.start_soon(self._on_tools_changed, self.spec.name)
+                    elif kind is not None:
+                        self._offerings_changed(kind)
         except Exception as exc:  # a lost stream only stops change tracking; calls keep working
             ended = self.spec.redact(repr(exc))
             logger.info("upstream %s: tools/list_changed stream ended: %s", self.spec.name, ended)
@@ -422,6 +520,20 @@ class UpstreamSession:
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, types.ToolListChangedNotification) and self._on_tools_changed:
             self._tg.start_soon(self._on_tools_changed, self.spec.name)
+        elif isinstance(message, types.PromptListChangedNotification):
+            self._offerings_changed("prompts")
+        elif isinstance(message, types.ResourceListChangedNotification):
+            self._offerings_changed("resources")
+        elif isinstance(message, types.ResourceUpdatedNotification):
+            self._updated(message.params.uri)
+
+    def _offerings_changed(self, kind: str) -> None:
+        """The server's prompts or resources changed: listed again at the next need, and who
+        listens (the gateway's clients) told (R-16.3)."""
+        for key in [k for k in self.listings if k.startswith(kind)]:
+            self.listings.pop(key, None)
+        if self._on_offerings_changed is not None:
+            self._tg.start_soon(self._on_offerings_changed, self.spec.name, kind, "")
 
     async def _crashed(self, exc: BaseException) -> None:
         """The session died under a request: logged with the last line the server wrote to stderr
@@ -465,3 +577,12 @@ class UpstreamSession:
         else:
             text = f"{type(exc).__name__}: {exc}"
         return self.spec.redact(f"{text}{'; stderr: ' + detail if detail else ''}")[:500]
+
+
+def _changed_kind(event: object) -> str | None:
+    """``tools``, ``prompts`` or ``resources``: which list a ``subscriptions/listen`` event names."""
+    name = type(event).__name__
+    for kind in ("Tools", "Prompts", "Resources"):
+        if name == f"{kind}ListChanged":
+            return kind.lower()
+    return None

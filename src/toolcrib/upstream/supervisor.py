@@ -22,7 +22,11 @@ if TYPE_CHECKING:
     from toolcrib.upstream.oauth import Authorizer
     from toolcrib.upstream.session import UpstreamSession
 
-__all__ = ["Upstreams"]
+__all__ = ["OfferingsListener", "Upstreams"]
+
+OfferingsListener = Callable[[str, str, str], Coroutine[Any, Any, None]]
+"""Told ``(connection, kind, uri)`` when an upstream's ``prompts`` or ``resources`` list changed
+(``uri`` empty) or the resource at ``uri`` was ``updated``."""
 
 
 class Upstreams:
@@ -58,6 +62,17 @@ class Upstreams:
         self._on_auth_needed = on_auth_needed
         self._sessions: dict[tuple[str, str], UpstreamSession] = {}
         """By connection and member: a per-member OAuth connection has one session per member."""
+        self._offerings_listeners: list[OfferingsListener] = []
+
+    def listen_offerings(self, listener: OfferingsListener) -> Callable[[], None]:
+        """Tell ``listener(connection, kind)`` when an upstream's ``prompts`` or ``resources``
+        changed; the answer stops telling it."""
+        self._offerings_listeners.append(listener)
+        return lambda: self._offerings_listeners.remove(listener)
+
+    async def _offerings_changed(self, name: str, kind: str, uri: str) -> None:
+        for listener in list(self._offerings_listeners):
+            await listener(name, kind, uri)
 
     @classmethod
     @asynccontextmanager
@@ -118,6 +133,7 @@ class Upstreams:
             self._tg,
             on_tools_changed=self._on_tools_changed,
             on_auth_needed=self._on_auth_needed,
+            on_offerings_changed=self._offerings_changed,
             **self._options,
         )
         self._sessions[key] = fresh

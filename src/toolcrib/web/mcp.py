@@ -1,4 +1,5 @@
-"""The MCP face: ``tools/list`` and ``tools/call`` over the gateway functions (SPEC sections 2, 3, 10)."""
+"""The MCP face: ``tools/list`` and ``tools/call`` over the gateway functions (SPEC sections 2, 3, 10);
+prompts and resources of connections in ``mcp_offerings`` (section 16)."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ from toolcrib.logs import traced
 from toolcrib.policy.gates import Principal, lists_tools, require_execute
 from toolcrib.web.interaction import ask_later_result, interaction_of
 from toolcrib.web.log_levels import SessionLogLevels
+from toolcrib.web.mcp_offerings import AnnouncingServer, Offerings
 from toolcrib.web.telemetry import Telemetry
 
 __all__ = [
@@ -79,6 +81,8 @@ class McpFace:
     levels: SessionLogLevels
     meta_tools: list[types.Tool]
     meta_schemas: dict[str, Any]
+    offerings: Offerings
+    """Prompts and resources of connections (section 16)."""
 
 
 def build_mcp_server(gw: Gateway, control: ControlPlane, telemetry: Telemetry) -> Server[Any]:
@@ -90,6 +94,7 @@ def build_mcp_server(gw: Gateway, control: ControlPlane, telemetry: Telemetry) -
         levels=SessionLogLevels(),
         meta_tools=[types.Tool.model_validate(t) for t in meta_tool_definitions(gw.settings.surface)],
         meta_schemas=meta_input_schemas(gw.settings.surface),
+        offerings=Offerings(gw, _principal),
     )
     # The SDK checks a tools/call's ``Mcp-Param-*`` headers against the tool's inputSchema; without
     # this lookup it finds the schema by running the whole ``tools/list`` handler on every call (#12).
@@ -102,8 +107,14 @@ def build_mcp_server(gw: Gateway, control: ControlPlane, telemetry: Telemetry) -
 
 @asynccontextmanager
 async def _lifespan(face: McpFace, server: Server[Any]) -> AsyncIterator[McpFace]:
-    """The server's lifespan (entered once by the session manager): the face's state, as it is."""
-    yield face
+    """The server's lifespan (entered once by the session manager): the face's state, as it is;
+    while it lasts, upstreams' prompt and resource changes reach the clients (R-16.3)."""
+    stop = face.gw.upstreams.listen_offerings(face.offerings.changed) if face.gw.running else None
+    try:
+        yield face
+    finally:
+        if stop is not None:
+            stop()
 
 
 def _face(ctx: ServerRequestContext[Any]) -> McpFace:
@@ -199,14 +210,16 @@ def _server(face: McpFace, schemas: dict[str, Any]) -> Server[Any]:
     """The SDK's low-level server over the handlers (R-2.6: ``logging/setLevel`` served too)."""
     with warnings.catch_warnings():  # logging/setLevel is deprecated at 2026-07-28, still served before
         warnings.simplefilter("ignore", MCPDeprecationWarning)
-        return Server(
+        return AnnouncingServer(
             "toolcrib",
+            announce=not face.gw.settings.stateless,
             version="0.1.0",
             lifespan=partial(_lifespan, face),
             on_list_tools=on_list_tools,
             on_call_tool=on_call_tool,
             on_set_logging_level=on_set_logging_level,
             get_tool_input_schema=schemas.get,
+            **face.offerings.handlers(),  # prompts and resources (R-16.1)
         )
 
 

@@ -64,8 +64,11 @@ async def open_entry(
     target: str | None,
     approved: bool = True,
     approved_by: str | None = None,
+    kind: str = "call",
 ) -> AuditEntry:
-    """Open the row of a call (R-11.1); ``approved_by`` names who answered its approval step."""
+    """Open the row of a call (R-11.1); ``approved_by`` names who answered its approval step.
+    ``kind`` is ``call`` for a tool, ``prompt`` or ``resource`` for a ``prompts/get`` or a
+    ``resources/read`` (R-16.2)."""
     entry = AuditEntry(
         member=principal.member,
         grant_id=principal.grant_id,
@@ -78,6 +81,7 @@ async def open_entry(
         target_id=target,
         started_at=gw.store.clock(),
         instance=gw.instance.id,
+        kind=kind,
     )
     await store.open_entry(gw.store.db, entry)
     gw.audit_rows_written += 1

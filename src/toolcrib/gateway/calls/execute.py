@@ -36,6 +36,7 @@ from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.discovery import learning
 from toolcrib.gateway.governance import approvals, rate_limits, reach
 from toolcrib.gateway.governance.reach import Path
+from toolcrib.gateway.resources.shaping import rewrite_links
 from toolcrib.gateway.storage import Storage
 from toolcrib.logs import traced
 from toolcrib.policy.frozen import unmet_frozen
@@ -160,7 +161,7 @@ async def _execute(
     span.outcome("tool_error" if raw.get("isError") else "ok")
     # 16. shape: redaction (the connection's secrets and its secret frozen values), then caps
     with tracing.step("execute.shape"):
-        return await shape_and_store(
+        shaped = await shape_and_store(
             gw.store,
             principal,
             raw,
@@ -169,6 +170,7 @@ async def _execute(
             account=row.name,
             connector=row.connector,
         )
+    return rewrite_links(shaped, row.name)  # its resource links read through the gateway
 
 
 def _validate(record: ExactRecord, exact: dict[str, Any], hidden: CallSecrets) -> None:

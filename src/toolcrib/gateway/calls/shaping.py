@@ -46,11 +46,15 @@ __all__ = [
     "DEPTH_MARKER",
     "MIN_SECRET_LENGTH",
     "REDACTED",
+    "RESULT_ID_KEY",
     "TRUNCATED_KEY",
     "Caps",
     "Shaped",
     "attach_result_id",
+    "cap_block",
+    "cap_text",
     "cap_value",
+    "redact_block",
     "redact_text",
     "redact_value",
     "shape_result",
@@ -271,6 +275,11 @@ def redact_value(value: Any, secrets: Sequence[str]) -> Any:
     return _Redactor(secrets).value(value)
 
 
+def redact_block(block: Any, secrets: Sequence[str]) -> Any:
+    """A copy of one content block, redacted, its binary payload (``data``, ``blob``) kept as is."""
+    return _redact_block(block, _Redactor(secrets))
+
+
 # --- caps ------------------------------------------------------------------------------------
 
 
@@ -316,6 +325,16 @@ def _cap_text(text: str, caps: Caps) -> tuple[str, bool]:
     if isinstance(capped, dict):
         capped[TRUNCATED_KEY] = True
     return json.dumps(capped, ensure_ascii=False), True
+
+
+def cap_block(block: Any, caps: Caps = Caps()) -> tuple[Any, bool]:
+    """One content block within ``caps`` (its text, or its embedded resource's), and whether it was cut."""
+    return _cap_block(block, caps)
+
+
+def cap_text(text: str, caps: Caps = Caps()) -> tuple[str, bool]:
+    """A text within ``caps`` (capped as JSON when it is a JSON object or array), and whether it was cut."""
+    return _cap_text(text, caps)
 
 
 def _parse_json_container(text: str) -> Any:

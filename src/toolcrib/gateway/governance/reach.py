@@ -1,8 +1,9 @@
 """The one policy point every path calls to ask whether a member may reach a connector or tool (R-8.4).
 
-Listing connections, connecting one, advertising in search, executing, the final outbound check and
-opening a stored result all call :func:`decide`; it asks THE restriction resolver
-(``policy.restrictions.resolve``) and nothing else decides reachability. ``where`` names the path,
+Listing connections, connecting one, advertising in search, executing, the final outbound check,
+opening a stored result, and listing or reading prompts and resources (R-16.2) all call
+:func:`decide`; it asks THE restriction resolver (``policy.restrictions.resolve``) and nothing
+else decides reachability. ``where`` names the path,
 so a test can prove each path still asks.
 """
 
@@ -19,7 +20,10 @@ from toolcrib.store.connections import ConnectionRow
 
 __all__ = ["Path", "decide", "lists_connection"]
 
-Path = Literal["list_connections", "connect", "search", "execute", "outbound", "result", "diagnose"]
+Path = Literal[
+    "list_connections", "connect", "search", "execute", "outbound", "result", "diagnose", "offerings"
+]
+"""``offerings``: listing, getting and reading the prompts and resources of connections (R-16.2)."""
 
 
 def decide(

@@ -113,7 +113,9 @@ async def remove_restriction(storage: Storage, rule_id: str, actor: Principal) -
 async def explain_restriction(
     gw: Gateway, *, user: str | None, role: str | None, tool: str, actor: Principal
 ) -> list[str]:
-    """Which rules decide whether ``user`` (or ``role``) reaches ``tool``, in words (R-8.6)."""
+    """Which rules decide whether ``user`` (or ``role``) reaches ``tool``, in words (R-8.6); the last
+    line says that a prompt or resource of that name is decided alike (a rule's ``tool`` names
+    prompts and resources too, R-16.2)."""
     require_operation(actor, "restrictions:read", "explain")
     await gw.policy.reload()
     account, _, name = tool.partition("__")
@@ -128,7 +130,11 @@ async def explain_restriction(
     if role is None:
         raise ConfigError("explain needs a user or a role")
     rules = (await gw.policy.current()).rules
-    return explain(rules, role=role, member=user, account=account, connector=row.connector, tool=name or None)
+    lines = explain(
+        rules, role=role, member=user, account=account, connector=row.connector, tool=name or None
+    )
+    covers = f"a prompt or resource named {name} of" if name else "the prompts and resources of"
+    return [*lines, f"the same rules decide {covers} {account} (R-16.2)"]
 
 
 def _connection_of(gw: Gateway, account: str) -> None:

@@ -1,4 +1,5 @@
-"""Console pages: connections (status, tools, add, refresh, remove) and frozen parameters."""
+"""Console pages: connections (status, tools, prompts and resources, add, refresh, remove) and
+frozen parameters."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from starlette.routing import Route
 from toolcrib.errors import InBandError, InvalidArguments
 from toolcrib.gateway.discovery import tools
 from toolcrib.gateway.discovery.search import visibility_of
+from toolcrib.gateway.resources.access import may_read
 from toolcrib.policy.roles import has_permission
 from toolcrib.web.admin.handlers import Ctx, action, builder, done, error_view, page, text
 
@@ -35,6 +37,28 @@ async def _tools_by_connection(ctx: Ctx, names: set[str], every: bool) -> dict[s
     return by_connection
 
 
+async def _offerings_by_connection(ctx: Ctx, rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The prompts and resources (first pages) of each active connection shown, as the member
+    would list them over MCP (R-16.1): nothing without ``tool:execute`` and ``mcp:read``."""
+    if not may_read(ctx.principal):
+        return {}
+    found: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        if row.get("status") != "active":
+            continue
+        account = {"account": row["name"]}
+        prompts = await ctx.op("prompts__list", account)
+        resources = await ctx.op("resources__list", account)
+        templates = await ctx.op("resources__list_templates", account)
+        if prompts["prompts"] or resources["resources"] or templates["resourceTemplates"]:
+            found[row["name"]] = {
+                "prompts": prompts["prompts"],
+                "resources": resources["resources"] + templates["resourceTemplates"],
+                "more": bool(prompts["nextCursor"] or resources["nextCursor"] or templates["nextCursor"]),
+            }
+    return found
+
+
 @builder("connections")
 async def connections_page(ctx: Ctx, *, error: InBandError | None = None, status: int = 200) -> Response:
     rows: list[dict[str, Any]] = await ctx.op("connections__list")
@@ -44,6 +68,7 @@ async def connections_page(ctx: Ctx, *, error: InBandError | None = None, status
         status=status,
         rows=rows,
         tools=await _tools_by_connection(ctx, {r["name"] for r in rows}, can_write),
+        offerings=await _offerings_by_connection(ctx, rows),
         can_write=can_write,
         stdio_allowed=ctx.gw.settings.allow_remote_stdio,
         error=error_view(error),
