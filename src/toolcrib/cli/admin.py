@@ -47,7 +47,7 @@ audit_app = typer.Typer(no_args_is_help=True, help="The audit trail.")
 
 def _check(resource: str, op: str, **arguments: Any) -> None:
     """Validate by the operation's ``inputSchema``, the one the MCP and REST faces use (R-10.2)."""
-    from toolcrib.gateway.control import check_operation_input
+    from toolcrib.gateway.operation_input import check_operation_input
 
     try:
         check_operation_input(resource, op, {k: v for k, v in arguments.items() if v is not None})

@@ -79,7 +79,7 @@ def _arguments(values: dict[str, Any]) -> dict[str, Any]:
 
 
 def _run(described: OperationSpec, database: str | None, as_json: bool, values: dict[str, Any]) -> None:
-    from toolcrib.gateway.control import check_operation_input
+    from toolcrib.gateway.operation_input import check_operation_input
 
     arguments = _arguments(values)
     try:

@@ -25,7 +25,7 @@ _COLUMNS = ["id", "description"]
 
 
 def _check(op: str, **arguments: Any) -> None:
-    from toolcrib.gateway.control import check_operation_input
+    from toolcrib.gateway.operation_input import check_operation_input
 
     try:
         check_operation_input("limits", op, {k: v for k, v in arguments.items() if v is not None})

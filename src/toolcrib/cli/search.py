@@ -42,7 +42,7 @@ search_app = typer.Typer(
 
 
 def _check(op: str, **arguments: Any) -> None:
-    from toolcrib.gateway.control import check_operation_input
+    from toolcrib.gateway.operation_input import check_operation_input
 
     try:
         check_operation_input("search", op, {k: v for k, v in arguments.items() if v is not None})

@@ -26,6 +26,7 @@ from toolcrib.gateway.discovery import diagnose, learning
 from toolcrib.gateway.governance import approvals, rate_limits, restrictions
 from toolcrib.gateway.identity import grants, members
 from toolcrib.gateway.inputs import validate_input
+from toolcrib.gateway.operation_input import check_operation_input
 from toolcrib.operations import input_schema, spec
 from toolcrib.policy.classify import classify_operation
 from toolcrib.policy.gates import Principal, can_use_operation, require_execute, require_operation
@@ -361,11 +362,6 @@ async def _search_forget(gw: Gateway, caller: Principal, arguments: dict[str, An
 
 OPERATIONS: tuple[Operation, ...] = tuple(v for v in dict(globals()).values() if isinstance(v, Operation))
 _BY_KEY = {(o.resource, o.operation): o for o in OPERATIONS}
-
-
-def check_operation_input(resource: str, operation: str, arguments: object) -> dict[str, Any]:
-    """Validate ``arguments`` by the operation's declared ``inputSchema`` (the CLI's entry)."""
-    return validate_input(_BY_KEY[(resource, operation)].input_schema, arguments)
 
 
 def _signature(key: str, op: Operation) -> str:
