@@ -180,7 +180,7 @@ def connections_list(database: str | None = DatabaseOption, as_json: bool = Json
         return [connections.connection_view(r) for r in await connections.list_connections(gw, op)]
 
     emit(
-        run_as_operator(database, work),
+        run_as_operator(database, work, reads_store=True),
         as_json,
         columns=["name", "connector", "status", "tools", "reason", "target"],
     )
@@ -241,7 +241,7 @@ def members_list(database: str | None = DatabaseOption, as_json: bool = JsonOpti
     async def work(gw: Gateway, op: Principal) -> list[dict[str, Any]]:
         return [members.member_view(m) for m in await members.list_members(gw, op)]
 
-    emit(run_as_operator(database, work), as_json, columns=["name", "role", "status"])
+    emit(run_as_operator(database, work, reads_store=True), as_json, columns=["name", "role", "status"])
 
 
 @members_app.command("set-role")
@@ -323,7 +323,9 @@ def tokens_list(
         return [members.grant_view(g) for g in await members.list_tokens(gw, member, actor=op)]
 
     emit(
-        run_as_operator(database, work), as_json, columns=["id", "member", "scopes", "expires_at", "revoked"]
+        run_as_operator(database, work, reads_store=True),
+        as_json,
+        columns=["id", "member", "scopes", "expires_at", "revoked"],
     )
 
 

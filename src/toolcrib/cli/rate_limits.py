@@ -70,7 +70,7 @@ def limits_list(database: str | None = DatabaseOption, as_json: bool = JsonOptio
         operator = await members.operator_principal(gw)
         return [rate_limits.limit_view(r) for r in await rate_limits.list_limits(gw, operator)]
 
-    emit(run_gateway(database, work), as_json, columns=_COLUMNS)
+    emit(run_gateway(database, work, reads_store=True), as_json, columns=_COLUMNS)
 
 
 @limits_app.command("remove")
