@@ -43,8 +43,9 @@ except SystemExit as exit:
 else:
     code = 0
 loaded = sorted({{name.split(".")[0] for name in sys.modules}} & {set(HEAVY)!r})
-layers = sorted({{name.split(".")[1] for name in sys.modules if name.startswith("toolcrib.")}})
-print(json.dumps({{"exit": code, "loaded": loaded, "layers": layers}}), file=sys.stderr)
+own = sorted(name for name in sys.modules if name.startswith("toolcrib."))
+layers = sorted({{name.split(".")[1] for name in own}})
+print(json.dumps({{"exit": code, "loaded": loaded, "layers": layers, "modules": own}}), file=sys.stderr)
 """
 
 
@@ -106,6 +107,17 @@ def test_a_one_shot_command_imports_no_mcp_sdk_no_search_and_no_web(db_url: str,
     assert [name for name in report["loaded"] if name in SDK] == []
     assert {"search", "web", "eval"} & set(report["layers"]) == set()
     assert {"cli", "gateway", "store"} <= set(report["layers"])  # the probe sees toolcrib's own imports
+
+
+def test_a_command_builds_its_own_group_only_and_not_the_operation_table(db_url: str) -> None:
+    """#33: typer builds the group the command line names, and the operation table's commands (and
+    so the table's pydantic models) only when the name asked for is none of the group's own."""
+    report, done = probed(db_url, ["connections", "list"])
+    assert report["exit"] == 0, done.stderr[-2000:]
+    assert "toolcrib.cli.admin" in report["modules"]  # the connections group
+    assert {"toolcrib.operations", "toolcrib.cli.approvals", "toolcrib.cli.eval"} & set(
+        report["modules"]
+    ) == set()
 
 
 def test_a_command_that_prints_json_loads_none_of_the_heavy_packages(db_url: str) -> None:
