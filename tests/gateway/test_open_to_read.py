@@ -8,7 +8,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from cryptography.fernet import Fernet
 
+from toolcrib.errors import ConfigError
 from toolcrib.gateway.connections.manage import connection_view, list_connections
 from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.governance import rate_limits
@@ -81,3 +83,19 @@ async def test_a_read_command_opened_to_read_shows_what_the_full_gateway_shows(d
     assert next(c for c in read["connections"] if c["name"] == "broken")["status"] == "error"
     assert sorted(m["name"] for m in read["members"]) == ["ann", "owner"]
     assert (len(read["tokens"]), len(read["limits"])) == (1, 1)
+
+
+@pytest.mark.parametrize("opening", ["open_gateway", "open_to_read"])
+async def test_r13_3_a_key_that_is_no_key_is_refused_before_the_database_records_it(
+    db_url: str, opening: str
+) -> None:
+    """The fingerprint of the first key a database sees binds every later process (R-15.2): a
+    malformed ``TOOLCRIB_SECRET_KEY`` is refused before it is recorded, so the right one opens."""
+    opens = {"open_gateway": lambda s: open_gateway(s, follow_changes=False), "open_to_read": open_to_read}
+    with pytest.raises(ConfigError) as refused:
+        async with opens[opening](Settings(database_url=db_url, secret_key="not-a-key", semantic=False)):
+            pass
+    assert refused.value.code == ConfigError.code
+    good = Fernet.generate_key().decode()
+    async with opens[opening](Settings(database_url=db_url, secret_key=good, semantic=False)) as gw:
+        assert gw.box.open(gw.box.seal({"a": 1})) == {"a": 1}

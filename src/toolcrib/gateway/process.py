@@ -115,8 +115,9 @@ async def _open_store(db: Database, settings: Settings) -> SecretBox:
     """Migrate ``db``, and the sealing box of the key every process on it shares."""
     await db.migrate()
     key = load_or_create_key(settings.secret_key, key_file(settings))
+    box = SecretBox(key)  # a key that is no key is refused before its fingerprint is recorded
     await key_store.check_key(db, key)  # one key for every process on this database
-    return SecretBox(key)
+    return box
 
 
 async def _load(gw: Gateway) -> None:
