@@ -13,7 +13,10 @@ the bench's file (what reading the organization costs before toolcrib does anyth
 
 Bytecode is written and kept as an installed package has it (``PYTHONDONTWRITEBYTECODE`` is
 dropped from the commands' environment): the warm-up run compiles, the measured runs read it.
-Run: ``.venv/bin/python bench/cli.py [--runs N]``.
+``--against SRC`` also runs ``connections list`` from another source tree (say, an earlier commit's
+``src`` from ``git archive``) in the same rounds, on the same file: a before/after in one run,
+printed and kept under ``against`` in the JSON (the rendered table shows this tree only).
+Run: ``.venv/bin/python bench/cli.py [--runs N] [--against SRC]``.
 """
 
 from __future__ import annotations
@@ -58,10 +61,11 @@ ONE_SHOT = ("toolcrib connections list",)
 """Commands that open the gateway: run with ``--database`` naming the bench's own SQLite file."""
 TARGET = 1.8
 """#33: a one-shot command within this many times its baseline."""
+AGAINST = "toolcrib connections list, --against's tree"
 
 
-def wall_times(argv: list[str], runs: int) -> list[float]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", "")}
+def wall_times(argv: list[str], runs: int, src: Path = ROOT / "src") -> list[float]:
+    env = {**os.environ, "PYTHONPATH": str(src) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     times = []
     for _ in range(runs):
@@ -74,7 +78,9 @@ def wall_times(argv: list[str], runs: int) -> list[float]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=7)
-    runs = parser.parse_args().runs
+    parser.add_argument("--against", type=Path, help="another source tree's src, run in the same rounds")
+    args = parser.parse_args()
+    runs = args.runs
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "toolcrib.db"
         database = f"sqlite:///{path}"
@@ -87,26 +93,32 @@ def main() -> None:
             else argv
             for name, argv in COMMANDS.items()
         }
-        for argv in commands.values():  # warm the file cache and the bytecode once
-            wall_times(argv, 1)
-        rows = _measure(commands, runs)
-    _report(rows, runs)
+        trees = dict.fromkeys(commands, ROOT / "src")
+        if args.against is not None:
+            commands[AGAINST], trees[AGAINST] = commands[ONE_SHOT[0]], args.against.resolve()
+        for name, argv in commands.items():  # warm the file cache and the bytecode once
+            wall_times(argv, 1, trees[name])
+        rows = _measure(commands, trees, runs)
+    _report(rows, runs, args.against)
 
 
-def _measure(commands: dict[str, list[str]], runs: int) -> dict[str, dict[str, float]]:
+def _measure(
+    commands: dict[str, list[str]], trees: dict[str, Path], runs: int
+) -> dict[str, dict[str, float]]:
     """Each command once per round, ``runs`` rounds: a change of the machine's load falls on
     every command alike, not on whichever ran while it lasted."""
     times: dict[str, list[float]] = {name: [] for name in commands}
     for _ in range(runs):
         for name, argv in commands.items():
-            times[name] += wall_times(argv, 1)
+            times[name] += wall_times(argv, 1, trees[name])
     return {
         name: {"median_s": round(statistics.median(t), 4), "min_s": round(min(t), 4)}
         for name, t in times.items()
     }
 
 
-def _report(rows: dict[str, dict[str, float]], runs: int) -> None:
+def _report(rows: dict[str, dict[str, float]], runs: int, against: Path | None) -> None:
+    other = rows.pop(AGAINST, None)
     base = rows["python -c pass"]["median_s"]
     for row in rows.values():
         row["ratio_to_python"] = round(row["median_s"] / base, 2)
@@ -128,6 +140,11 @@ def _report(rows: dict[str, dict[str, float]], runs: int) -> None:
         print(
             f"{name}: {ratio:.2f} x baseline (target <= {TARGET}), {rows[name]['ratio_to_floor']:.2f} x floor"
         )
+    if other is not None:
+        other["ratio_to_baseline"] = round(other["median_s"] / baseline, 2)
+        print(
+            f"the same from {against}: {other['median_s']:.3f} s, {other['ratio_to_baseline']:.2f} x baseline"
+        )
     OUT.mkdir(parents=True, exist_ok=True)
     result = {
         "runs": runs,
@@ -137,6 +154,8 @@ def _report(rows: dict[str, dict[str, float]], runs: int) -> None:
         "target_ratio": TARGET,
         "commands": rows,
     }
+    if other is not None:
+        result["against"] = {"src": str(against), **other}
     (OUT / "cli.json").write_text(json.dumps(result, indent=2) + "\n")
     print(f"wrote {OUT / 'cli.json'}")
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 from tests.conftest import ROOT, cli, env_for
@@ -42,7 +43,9 @@ except SystemExit as exit:
 else:
     code = 0
 loaded = sorted({{name.split(".")[0] for name in sys.modules}} & {set(HEAVY)!r})
-print(json.dumps({{"exit": code, "loaded": loaded}}), file=sys.stderr)
+own = sorted(name for name in sys.modules if name.startswith("toolcrib."))
+layers = sorted({{name.split(".")[1] for name in own}})
+print(json.dumps({{"exit": code, "loaded": loaded, "layers": layers, "modules": own}}), file=sys.stderr)
 """
 
 
@@ -53,7 +56,7 @@ def db_url(tmp_path_factory: pytest.TempPathFactory) -> str:
     return url
 
 
-def probed(db_url: str, command: list[str]) -> tuple[dict[str, object], subprocess.CompletedProcess[str]]:
+def probed(db_url: str, command: list[str]) -> tuple[dict[str, Any], subprocess.CompletedProcess[str]]:
     """``toolcrib COMMAND`` run in a process of its own; its exit and the ``HEAVY`` packages it loaded."""
     done = subprocess.run(
         [sys.executable, "-c", PROBE, *command, "--database", db_url],
@@ -80,13 +83,46 @@ def probed(db_url: str, command: list[str]) -> tuple[dict[str, object], subproce
 def test_a_command_that_reaches_no_upstream_loads_no_mcp_sdk(db_url: str, command: list[str]) -> None:
     """Nor anything else of ``HEAVY`` but rich, which prints its table."""
     report, done = probed(db_url, command)
-    assert report == {"exit": 0, "loaded": ["rich"]}, done.stderr[-2000:]
+    assert (report["exit"], report["loaded"]) == (0, ["rich"]), done.stderr[-2000:]
     assert done.stdout.strip()  # the command answered (a table, even an empty one)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["connections", "list"],
+        ["members", "list"],
+        ["tokens", "list"],
+        ["limits", "list"],
+        ["restrictions", "list"],
+        ["frozen", "list"],
+    ],
+    ids=" ".join,
+)
+def test_a_one_shot_command_imports_no_mcp_sdk_no_search_and_no_web(db_url: str, command: list[str]) -> None:
+    """#33: a command that reads the organization imports what it uses: not the MCP SDK, not the
+    search engine (``toolcrib.search``: the index builds in a serving gateway), not the web face."""
+    report, done = probed(db_url, command)
+    assert report["exit"] == 0, done.stderr[-2000:]
+    assert [name for name in report["loaded"] if name in SDK] == []
+    assert {"search", "web", "eval"} & set(report["layers"]) == set()
+    assert {"cli", "gateway", "store"} <= set(report["layers"])  # the probe sees toolcrib's own imports
+
+
+def test_a_command_builds_its_own_group_only_and_not_the_operation_table(db_url: str) -> None:
+    """#33: typer builds the group the command line names, and the operation table's commands (and
+    so the table's pydantic models) only when the name asked for is none of the group's own."""
+    report, done = probed(db_url, ["connections", "list"])
+    assert report["exit"] == 0, done.stderr[-2000:]
+    assert "toolcrib.cli.admin" in report["modules"]  # the connections group
+    assert {"toolcrib.operations", "toolcrib.cli.approvals", "toolcrib.cli.eval"} & set(
+        report["modules"]
+    ) == set()
 
 
 def test_a_command_that_prints_json_loads_none_of_the_heavy_packages(db_url: str) -> None:
     report, done = probed(db_url, ["connections", "list", "--json"])
-    assert report == {"exit": 0, "loaded": []}, done.stderr[-2000:]
+    assert (report["exit"], report["loaded"]) == (0, []), done.stderr[-2000:]
     assert isinstance(json.loads(done.stdout), list)
 
 

@@ -47,7 +47,7 @@ audit_app = typer.Typer(no_args_is_help=True, help="The audit trail.")
 
 def _check(resource: str, op: str, **arguments: Any) -> None:
     """Validate by the operation's ``inputSchema``, the one the MCP and REST faces use (R-10.2)."""
-    from toolcrib.gateway.control import check_operation_input
+    from toolcrib.gateway.operation_input import check_operation_input
 
     try:
         check_operation_input(resource, op, {k: v for k, v in arguments.items() if v is not None})
@@ -247,7 +247,7 @@ def connections_list(database: str | None = DatabaseOption, as_json: bool = Json
         return [connections.connection_view(r) for r in await connections.list_connections(gw, op)]
 
     emit(
-        run_as_operator(database, work),
+        run_as_operator(database, work, reads_store=True),
         as_json,
         columns=["name", "connector", "status", "tools", "reason", "target"],
     )
@@ -308,7 +308,7 @@ def members_list(database: str | None = DatabaseOption, as_json: bool = JsonOpti
     async def work(gw: Gateway, op: Principal) -> list[dict[str, Any]]:
         return [members.member_view(m) for m in await members.list_members(gw.store, op)]
 
-    emit(run_as_operator(database, work), as_json, columns=["name", "role", "status"])
+    emit(run_as_operator(database, work, reads_store=True), as_json, columns=["name", "role", "status"])
 
 
 @members_app.command("set-role")
@@ -390,7 +390,9 @@ def tokens_list(
         return [members.grant_view(g) for g in await members.list_tokens(gw.store, member, actor=op)]
 
     emit(
-        run_as_operator(database, work), as_json, columns=["id", "member", "scopes", "expires_at", "revoked"]
+        run_as_operator(database, work, reads_store=True),
+        as_json,
+        columns=["id", "member", "scopes", "expires_at", "revoked"],
     )
 
 

@@ -97,23 +97,31 @@ def run_as_operator(
 
 
 def run_gateway(
-    database: str | None, work: Callable[[Gateway], Awaitable[T]], *, meaning: bool = False, **overrides: Any
+    database: str | None,
+    work: Callable[[Gateway], Awaitable[T]],
+    *,
+    meaning: bool = False,
+    reads_store: bool = False,
+    **overrides: Any,
 ) -> T:
     """Open the gateway (migrating the database), run ``work``, close; errors exit 1 with a message.
 
     Only a command that searches (``meaning=True``) loads the meaning channel's model (about a
     second); the others leave tool vectors to the serving gateways, which encode them once.
+    ``reads_store``: ``work`` only reads the store (no catalog, index or upstream session of the
+    gateway), so the gateway opens with ``open_to_read``: no background task, nothing loaded.
     """
     import anyio
 
-    from toolcrib.gateway.process import open_gateway
+    from toolcrib.gateway.process import open_gateway, open_to_read
 
     if not meaning:
         overrides["semantic"] = False
     settings = settings_for(database, **overrides)
 
     async def main() -> T:
-        async with open_gateway(settings, follow_changes=False) as gw:
+        opened = open_to_read(settings) if reads_store else open_gateway(settings, follow_changes=False)
+        async with opened as gw:
             return await work(gw)
 
     # A command is its own server side: an incident's traceback goes to its stderr under the id the

@@ -8,12 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from toolcrib.cli import admin, offerings, operations, orgfile, reference
-from toolcrib.cli.approvals import approvals_app
+from toolcrib.cli import orgfile, reference
 from toolcrib.cli.common import DatabaseOption, JsonOption, console, emit, fail, run_gateway, settings_for
-from toolcrib.cli.connectors import connectors_app
-from toolcrib.cli.grants import grants_app
-from toolcrib.cli.rate_limits import limits_app
+from toolcrib.cli.lazy import LazyRoot
 from toolcrib.cli.search import search_app
 from toolcrib.errors import InBandError, InvalidArguments
 
@@ -22,7 +19,9 @@ if TYPE_CHECKING:  # imported by the commands that run a gateway, never by `--he
 
 __all__ = ["app"]
 
-app = typer.Typer(no_args_is_help=True, help="toolcrib: one MCP endpoint for a whole organization.")
+app = typer.Typer(
+    cls=LazyRoot, no_args_is_help=True, help="toolcrib: one MCP endpoint for a whole organization."
+)
 
 
 def _version() -> str:
@@ -49,28 +48,10 @@ def _main(
     """toolcrib: one MCP endpoint for a whole organization."""
 
 
-app.add_typer(admin.connections_app, name="connections")
-app.add_typer(admin.members_app, name="members")
-app.add_typer(admin.tokens_app, name="tokens")
-app.add_typer(admin.restrictions_app, name="restrictions")
-app.add_typer(admin.frozen_app, name="frozen")
-app.add_typer(admin.tools_app, name="tools")
-app.add_typer(admin.audit_app, name="audit")
-app.add_typer(approvals_app, name="approvals")
-app.add_typer(grants_app, name="grants")
-app.add_typer(limits_app, name="limits")
-app.add_typer(connectors_app, name="connectors")  # the connector catalog (#35)
+# The groups (connections, members, ..., search: `toolcrib search QUERY`) and every control-plane
+# operation as `toolcrib {resource} {operation}` (#33) are built by LazyRoot when named.
 orgfile.register(app)  # plan / apply / export / schema (#26)
 reference.register(app)  # config-reference, hidden: writes docs/configuration.md (#25)
-try:
-    from toolcrib.cli.eval import eval_app
-
-    app.add_typer(eval_app, name="eval")
-except ImportError:  # pragma: no cover - present in every install; guards a partial checkout
-    pass
-app.add_typer(offerings.prompts_app, name="prompts")  # prompts and resources of connections (#34)
-app.add_typer(offerings.resources_app, name="resources")
-app.add_typer(search_app, name="search")  # `toolcrib search QUERY`, and what search learned (R-5.12)
 
 
 def _check_meta(name: str, arguments: dict[str, Any]) -> None:
@@ -234,24 +215,3 @@ def quickstart(
     remember_database(settings.database_url)  # every later command here finds this organization
     prepare(settings)
     serve(host=settings.host, port=settings.port, database=settings.database_url, workers=1)
-
-
-operations.register(  # every control-plane operation as `toolcrib {resource} {operation}` (#33)
-    app,
-    {
-        "connections": admin.connections_app,
-        "members": admin.members_app,
-        "tokens": admin.tokens_app,
-        "restrictions": admin.restrictions_app,
-        "frozen": admin.frozen_app,
-        "tools": admin.tools_app,
-        "audit": admin.audit_app,
-        "approvals": approvals_app,
-        "grants": grants_app,
-        "limits": limits_app,
-        "connectors": connectors_app,
-        "search": search_app,
-        "prompts": offerings.prompts_app,
-        "resources": offerings.resources_app,
-    },
-)

@@ -6,7 +6,8 @@ argument model (``--name``; a boolean as ``--flag/--no-flag``; an argv as a repe
 word each, or one shell-quoted string). It runs :meth:`ControlPlane.call` as the host's operator,
 through the same permission check, ``inputSchema`` validation and rate limits as the REST face,
 and prints the result (``--json`` for scripts). The table's module imports pydantic only: the
-gateway loads when a command runs, never at ``toolcrib --help``.
+gateway loads when a command runs, never at ``toolcrib --help``; and the table itself loads only
+when a group is asked for a command it does not hold by hand (:mod:`toolcrib.cli.lazy`).
 
 Today's hand-written names stay as aliases (:data:`ALIASES`, listed in the README).
 """
@@ -20,15 +21,15 @@ import typer
 
 from toolcrib.cli.common import DatabaseOption, JsonOption, emit, fail, run_as_operator
 from toolcrib.errors import InBandError
-from toolcrib.operations import OPERATION_SPECS, OperationSpec, field_kind
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Collection, Iterator
 
     from toolcrib.gateway.core import Gateway
+    from toolcrib.operations import OperationSpec
     from toolcrib.policy.gates import Principal
 
-__all__ = ["ALIASES", "flag_of", "register"]
+__all__ = ["ALIASES", "flag_of", "mark_aliases", "operation_commands", "table_resources"]
 
 ALIASES: dict[str, str] = {
     "connections add": "connections create",
@@ -51,6 +52,8 @@ def flag_of(field: str) -> str:
 
 
 def _parameter(name: str, annotation: Any, required: bool) -> inspect.Parameter:
+    from toolcrib.operations import field_kind
+
     kind, flag = field_kind(annotation), flag_of(name)
     hint: Any
     if kind == "boolean":
@@ -76,7 +79,7 @@ def _arguments(values: dict[str, Any]) -> dict[str, Any]:
 
 
 def _run(described: OperationSpec, database: str | None, as_json: bool, values: dict[str, Any]) -> None:
-    from toolcrib.gateway.control import check_operation_input
+    from toolcrib.gateway.operation_input import check_operation_input
 
     arguments = _arguments(values)
     try:
@@ -113,25 +116,28 @@ def _command(described: OperationSpec) -> Callable[..., None]:
     return command
 
 
-def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
-    """Add ``toolcrib {resource} {operation}`` for each operation no hand-written command names;
-    a resource with no group yet gets one."""
+def table_resources() -> list[str]:
+    """Each resource of the operation table, in its order."""
+    from toolcrib.operations import OPERATION_SPECS
+
+    return list(dict.fromkeys(described.resource for described in OPERATION_SPECS))
+
+
+def operation_commands(
+    resource: str, hand_written: Collection[str]
+) -> Iterator[tuple[str, Callable[..., None]]]:
+    """The command of each operation of ``resource`` that no hand-written command names."""
+    from toolcrib.operations import OPERATION_SPECS
+
     for described in OPERATION_SPECS:
-        group = groups.get(described.resource)
-        if group is None:
-            group = typer.Typer(no_args_is_help=True, help=f"The {described.resource} operations.")
-            groups[described.resource] = group
-            app.add_typer(group, name=described.resource)
-        if any(c.name == described.operation for c in group.registered_commands):
-            continue
-        group.command(described.operation)(_command(described))
-    _mark_aliases(groups)
+        if described.resource == resource and described.operation not in hand_written:
+            yield described.operation, _command(described)
 
 
-def _mark_aliases(groups: dict[str, typer.Typer]) -> None:
+def mark_aliases(resource: str, group: typer.Typer) -> None:
     """Each alias's ``--help`` names the operation's own command."""
     for alias, target in ALIASES.items():
-        resource, name = alias.split()
-        for info in groups[resource].registered_commands:
+        of, name = alias.split()
+        for info in group.registered_commands if of == resource else ():
             if info.name == name and info.callback is not None and info.help is None:
                 info.help = f"{inspect.getdoc(info.callback)}\n\nAn alias of `toolcrib {target}`."

@@ -25,7 +25,7 @@ _COLUMNS = ["id", "description"]
 
 
 def _check(op: str, **arguments: Any) -> None:
-    from toolcrib.gateway.control import check_operation_input
+    from toolcrib.gateway.operation_input import check_operation_input
 
     try:
         check_operation_input("limits", op, {k: v for k, v in arguments.items() if v is not None})
@@ -70,7 +70,7 @@ def limits_list(database: str | None = DatabaseOption, as_json: bool = JsonOptio
         operator = await members.operator_principal(gw.store)
         return [rate_limits.limit_view(r) for r in await rate_limits.list_limits(gw.policy, operator)]
 
-    emit(run_gateway(database, work), as_json, columns=_COLUMNS)
+    emit(run_gateway(database, work, reads_store=True), as_json, columns=_COLUMNS)
 
 
 @limits_app.command("remove")

@@ -12,24 +12,24 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import typer
-from typer.core import TyperGroup
 
 from toolcrib.cli.common import DatabaseOption, JsonOption, emit, fail, run_gateway
+from toolcrib.cli.lazy import OperationGroup
 from toolcrib.errors import InBandError
 
 if TYPE_CHECKING:
-    from typer._click.core import Context  # typer's own click, which TyperGroup is built on
+    from typer._click.core import Context  # typer's own click, which OperationGroup is built on
 
     from toolcrib.gateway.core import Gateway
 
 __all__ = ["search_app"]
 
 
-class _QueryByDefault(TyperGroup):
+class _QueryByDefault(OperationGroup):
     """A group whose first argument, when it names none of its commands, is a query."""
 
     def parse_args(self, ctx: Context, args: list[str]) -> list[str]:
-        if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
+        if args and args[0] not in ("--help", "-h") and self.get_command(ctx, args[0]) is None:
             args = ["query", *args]
         return super().parse_args(ctx, args)
 
@@ -42,7 +42,7 @@ search_app = typer.Typer(
 
 
 def _check(op: str, **arguments: Any) -> None:
-    from toolcrib.gateway.control import check_operation_input
+    from toolcrib.gateway.operation_input import check_operation_input
 
     try:
         check_operation_input("search", op, {k: v for k, v in arguments.items() if v is not None})

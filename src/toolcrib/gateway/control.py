@@ -29,6 +29,7 @@ from toolcrib.gateway.discovery import diagnose, learning
 from toolcrib.gateway.governance import approvals, rate_limits, restrictions
 from toolcrib.gateway.identity import grants, members
 from toolcrib.gateway.inputs import validate_input
+from toolcrib.gateway.operation_input import check_operation_input
 from toolcrib.gateway.resources import faces as offerings
 from toolcrib.operations import (
     Account,
@@ -490,11 +491,6 @@ async def _resources_read(gw: Gateway, caller: Principal, a: ResourcesRead) -> A
 
 OPERATIONS: tuple[Operation, ...] = tuple(v for v in dict(globals()).values() if isinstance(v, Operation))
 _BY_KEY = {(o.resource, o.operation): o for o in OPERATIONS}
-
-
-def check_operation_input(resource: str, operation: str, arguments: object) -> dict[str, Any]:
-    """Validate ``arguments`` by the operation's declared ``inputSchema`` (the CLI's entry)."""
-    return validate_input(_BY_KEY[(resource, operation)].input_schema, arguments)
 
 
 def _signature(op: Operation) -> str:

@@ -4,7 +4,9 @@ tasks, and retire on exit.
 This is the one module that wires everything together (the upstream supervisor's callbacks to
 ``upstream_events``, the heartbeat and housekeeping, the audit stream's deliverer, the follower of
 other processes' changes), so that ``core`` stays the shared state and imports no use case. The
-faces (``toolcrib serve``, each command of the command line) open a gateway here.
+faces (``toolcrib serve``, each command of the command line) open a gateway here: a command that
+only reads the store opens it with :func:`open_to_read`, which starts none of that. What only
+:func:`open_gateway` runs is imported when it runs (#33).
 """
 
 from __future__ import annotations
@@ -12,25 +14,23 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import TYPE_CHECKING
 
 import anyio
 
 from toolcrib.addresses import AddressPolicy
-from toolcrib.gateway import follower, housekeeping
-from toolcrib.gateway.connections import upstream_events
-from toolcrib.gateway.connections.catalogs import sync_from_store
 from toolcrib.gateway.core import Gateway, key_file
-from toolcrib.gateway.discovery.meaning import Loader, load_meaning
 from toolcrib.settings import Settings
-from toolcrib.store import instances as instance_store
 from toolcrib.store import keys as key_store
-from toolcrib.store import leases as lease_store
 from toolcrib.store.crypto import SecretBox, load_or_create_key
 from toolcrib.store.database import Database
-from toolcrib.upstream.spec import OAuthBinding, UpstreamSpec
 from toolcrib.upstream.supervisor import Upstreams
 
-__all__ = ["open_gateway"]
+if TYPE_CHECKING:
+    from toolcrib.gateway.discovery.meaning import Loader
+    from toolcrib.upstream.spec import OAuthBinding, UpstreamSpec
+
+__all__ = ["open_gateway", "open_to_read"]
 
 
 @asynccontextmanager
@@ -51,12 +51,14 @@ async def open_gateway(
     nothing to reload, and one cut off at exit mid-query made psycopg warn on stderr).
     ``addresses`` replaces the address policy the settings give (a test's own resolver).
     """
+    from toolcrib.gateway import follower, housekeeping
+    from toolcrib.gateway.discovery.meaning import load_meaning
+    from toolcrib.store import instances as instance_store
+    from toolcrib.store import leases as lease_store
+
     db = Database(settings.database_url, busy_seconds=settings.store_busy_seconds)
     try:
-        await db.migrate()
-        key = load_or_create_key(settings.secret_key, key_file(settings))
-        box = SecretBox(key)
-        await key_store.check_key(db, key)  # one key for every process on this database
+        box = await _open_store(db, settings)
         meaning = await load_meaning(settings.semantic, load_encoder)
         gw = Gateway(settings, db, box, clock=clock, meaning=meaning, addresses=addresses)
         await _load(gw)
@@ -81,8 +83,49 @@ async def open_gateway(
         await db.close()
 
 
+@asynccontextmanager
+async def open_to_read(
+    settings: Settings, *, clock: Callable[[], float] = time.time
+) -> AsyncIterator[Gateway]:
+    """The gateway of a command whose work only reads the store (``toolcrib connections list``).
+
+    The database is opened and migrated and the key checked as :func:`open_gateway` does, and the
+    work gets the same ``Gateway``; but this process registers no instance, recovers and purges
+    nothing, loads no catalog (``gw.connections``, ``gw.catalogs`` and the index stay empty), no
+    meaning model, and runs no heartbeat, housekeeping, audit deliverer or follower. Its upstream
+    supervisor is attached (a start link it holds is none: it ran no flow) and connects nowhere.
+    """
+    db = Database(settings.database_url, busy_seconds=settings.store_busy_seconds)
+    try:
+        box = await _open_store(db, settings)
+        gw = Gateway(settings, db, box, clock=clock)
+        try:
+            async with _supervisor(gw) as upstreams:
+                gw.attach(upstreams)
+                yield gw
+        finally:
+            if gw.bearers.verifier is not None:
+                await gw.bearers.verifier.aclose()
+            gw.index.close()
+    finally:
+        await db.close()
+
+
+async def _open_store(db: Database, settings: Settings) -> SecretBox:
+    """Migrate ``db``, and the sealing box of the key every process on it shares."""
+    await db.migrate()
+    key = load_or_create_key(settings.secret_key, key_file(settings))
+    box = SecretBox(key)  # a key that is no key is refused before its fingerprint is recorded
+    await key_store.check_key(db, key)  # one key for every process on this database
+    return box
+
+
 async def _load(gw: Gateway) -> None:
     """Register this process, recover dead calls, purge the expired, and load every catalog."""
+    from toolcrib.gateway import housekeeping
+    from toolcrib.gateway.connections.catalogs import sync_from_store
+    from toolcrib.store import instances as instance_store
+
     await instance_store.register(gw.store.db, gw.instance, gw.store.clock())
     await housekeeping.recover_orphans(gw.store.db, gw.instance, gw.store.clock(), gw.settings)
     await housekeeping.purge_expired(gw.store.db, gw.store.clock(), gw.settings)
@@ -94,12 +137,18 @@ def _supervisor(gw: Gateway) -> AbstractAsyncContextManager[Upstreams]:
     settings = gw.settings
 
     async def on_changed(name: str) -> None:
+        from toolcrib.gateway.connections import upstream_events
+
         await upstream_events.on_tools_changed(gw, name)
 
     async def on_auth_needed(spec: UpstreamSpec) -> str | None:
+        from toolcrib.gateway.connections import upstream_events
+
         return await upstream_events.on_auth_needed(gw, spec)
 
     async def on_authorized(binding: OAuthBinding, ok: bool, why: str | None) -> None:
+        from toolcrib.gateway.connections import upstream_events
+
         await upstream_events.on_authorized(gw, binding, ok, why)
 
     return Upstreams.running(

@@ -15,14 +15,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 import anyio
 
 from toolcrib.catalog.records import ExactRecord, canonical_json
 from toolcrib.gateway.core import Gateway, PolicySnapshot
-from toolcrib.search.documents import SearchDoc
 from toolcrib.store import connections as conn_store
 from toolcrib.store.connections import ConnectionRow, StoredTool
+
+if TYPE_CHECKING:  # the search documents are made in a worker thread, by a process that serves (#33)
+    from toolcrib.search.documents import SearchDoc
 
 __all__ = ["forget_connection", "install_catalog", "reinstall", "sync_from_store", "syncing"]
 
@@ -179,6 +182,8 @@ def _listing_entry_bytes(record: ExactRecord) -> int:
 
 
 def _search_docs(row: ConnectionRow, stored: Iterable[StoredTool]) -> list[SearchDoc]:
+    from toolcrib.search.documents import SearchDoc
+
     return [
         SearchDoc(
             public_name=s.record.public_name,

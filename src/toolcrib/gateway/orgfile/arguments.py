@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from toolcrib.gateway.inputs import validate_input
+from toolcrib.gateway.operation_input import check_operation_input
 from toolcrib.gateway.orgfile.models import (
     ApprovalSpec,
     ConnectionSpec,
@@ -28,7 +28,6 @@ from toolcrib.gateway.orgfile.models import (
     MemberSpec,
     RestrictionSpec,
 )
-from toolcrib.operations import input_schema, spec
 
 __all__ = ["SECTION_OPERATIONS", "check_as_operation", "operation_arguments"]
 
@@ -62,8 +61,7 @@ def operation_arguments(item: BaseModel) -> dict[str, Any]:
 
 def check_as_operation(section: str, item: BaseModel) -> None:
     """Validate ``item`` as its operation's arguments (``InvalidArguments`` names the fields)."""
-    resource, operation = SECTION_OPERATIONS[section]
-    validate_input(input_schema(spec(resource, operation).arguments), operation_arguments(item))
+    check_operation_input(*SECTION_OPERATIONS[section], operation_arguments(item))
 
 
 def _connection(c: ConnectionSpec) -> dict[str, Any]:
