@@ -7,7 +7,6 @@ pending by a process that is gone reads ``unknown`` (``store.instances.recover_o
 from __future__ import annotations
 
 import sqlite3
-import weakref
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -189,13 +188,11 @@ _CLOSE_SQL = (
     "finished_at = :b_finished_at, duration_ms = :b_duration_ms WHERE id = :b_id"
 )
 
-_writers: weakref.WeakKeyDictionary[Database, _AuditWriter] = weakref.WeakKeyDictionary()
-
-
 def _writer(db: Database) -> _AuditWriter:
-    writer = _writers.get(db)
-    if writer is None:
-        writer = _writers[db] = _AuditWriter(db)
+    """The database's one group-commit writer, made at its first audit write and held by it."""
+    writer = db.audit_writer
+    if not isinstance(writer, _AuditWriter):
+        writer = db.audit_writer = _AuditWriter(db)
     return writer
 
 

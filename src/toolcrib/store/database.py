@@ -118,6 +118,8 @@ class Database:
         self.busy_seconds = busy_seconds
         self.is_sqlite = url.startswith("sqlite")
         self.audit_sinks: tuple[str, ...] = ()
+        self.audit_writer: object = None
+        """The group-commit writer of audit rows on this database (``store.audit``), made at first use."""
         """The sinks an audit entry made final here fans out to (``outbox.use_sinks``, R-11.4)."""
         self._writers: anyio.Lock | None = anyio.Lock() if self.is_sqlite else None
         self._busy_ms = max(1, min(_SQLITE_WAIT_MS, int(busy_seconds * 1000)))
