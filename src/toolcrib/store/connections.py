@@ -184,7 +184,9 @@ def _tool_row(name: str, s: StoredTool) -> dict[str, Any]:
 
 async def load_catalog(db: Database, name: str) -> list[StoredTool]:
     """A connection's stored catalog, each tool held or not as its pin says (R-13.4)."""
-    pinned = and_(tool_pins.c.account == tools.c.account, tool_pins.c.tool == tools.c.name)
+    pinned = and_(
+        tool_pins.c.account == tools.c.account, tool_pins.c.kind == "tool", tool_pins.c.tool == tools.c.name
+    )
     query = (
         select(tools, tool_pins.c.offered_sha256)
         .select_from(tools.outerjoin(tool_pins, pinned))

@@ -312,9 +312,12 @@ approvals = Table(
 tool_pins = Table(
     "tool_pins",
     metadata,
-    # Pinned tool definitions: the definition accepted (description, input schema,
-    # annotations) and its digest; what the upstream offers now when it differs; a rejected digest.
+    # Pinned definitions: of a tool (description, input schema, annotations) or of a
+    # prompt (description, arguments), told apart by ``kind`` (part of the key: a prompt and a tool
+    # of the same name never share a pin); the definition accepted and its digest; what the
+    # upstream offers now when it differs; a rejected digest. ``tool`` is the tool's or prompt's name.
     Column("account", String(40), ForeignKey("connections.name", ondelete="CASCADE"), primary_key=True),
+    Column("kind", String(10), primary_key=True, default="tool", server_default="tool"),  # tool | prompt
     Column("tool", String(256), primary_key=True),
     Column("accepted", JSON, nullable=True),
     Column("accepted_sha256", String(64), nullable=True),

@@ -8,8 +8,6 @@ line's ``--as`` acts as the member instead, as ``toolcrib call --as`` does.
 
 from __future__ import annotations
 
-from toolcrib.gateway.storage import Storage
-
 from typing import Any
 
 from toolcrib.errors import NotFound
@@ -17,6 +15,7 @@ from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.resources.listing import list_offered
 from toolcrib.gateway.resources.offerings import Kind
 from toolcrib.gateway.resources.reading import read_resource
+from toolcrib.gateway.storage import Storage
 from toolcrib.policy.gates import Principal, require
 from toolcrib.store import members as member_store
 

@@ -7,8 +7,6 @@ again (its operation is ``{account}__{name}``).
 
 from __future__ import annotations
 
-from toolcrib.gateway.storage import Storage
-
 import json
 import sys
 from collections.abc import Callable, Mapping
@@ -18,7 +16,7 @@ import anyio
 
 from toolcrib.auth.tokens import new_result_id
 from toolcrib.gateway.calls.shaping import RESULT_ID_KEY, TRUNCATED_KEY, Caps
-from toolcrib.gateway.core import Gateway
+from toolcrib.gateway.storage import Storage
 from toolcrib.policy.gates import Principal
 from toolcrib.store import results as store
 from toolcrib.store.connections import ConnectionRow
@@ -32,7 +30,12 @@ _UNCAPPED = Caps(max_string=sys.maxsize, max_items=sys.maxsize, max_keys=sys.max
 
 
 async def shaped_and_stored(
-    storage: Storage, principal: Principal, row: ConnectionRow, name: str, raw: Mapping[str, Any], shape: Shape
+    storage: Storage,
+    principal: Principal,
+    row: ConnectionRow,
+    name: str,
+    raw: Mapping[str, Any],
+    shape: Shape,
 ) -> dict[str, Any]:
     """``raw`` shaped (in a worker thread: it came from an upstream); when cut, stored in full."""
     result = await anyio.to_thread.run_sync(shape, raw, Caps())
