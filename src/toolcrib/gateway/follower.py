@@ -67,8 +67,8 @@ async def _poll(gw: Gateway, every: float) -> None:
 
 
 async def on_change(gw: Gateway, kind: str) -> None:
-    """Another process changed ``kind`` (``notify.CATALOG``, ``notify.POLICY``, ``notify.ALL`` or
-    a tool's search examples): reload it."""
+    """Another process changed ``kind`` (``notify.CATALOG``, ``notify.POLICY``, ``notify.ALL``, a
+    tool's search examples, or an upstream's prompts or resources): reload it."""
     try:
         if kind in (notify.POLICY, notify.ALL):
             await gw.policy.reload()
@@ -78,5 +78,9 @@ async def on_change(gw: Gateway, kind: str) -> None:
             await gw.learned.reload()
         elif kind.startswith(notify.EXAMPLES):  # a tool's search examples (R-5.12)
             await gw.learned.on_note(kind)
+        elif (offerings := notify.noted_offerings(kind)) is not None:  # prompts or resources (R-16.3)
+            changed, instance, account = offerings
+            if instance != gw.instance.id and gw.running:
+                await gw.upstreams.offerings_changed_elsewhere(account, changed)
     except StoreError:
         logger.warning("change notification: the database is unavailable", exc_info=True)
