@@ -1,8 +1,9 @@
 """An upstream's prompts/resources list change reaches the clients of every replica (R-16.3, R-15.2,
-#34): two real gateways on one real PostgreSQL database, each with its own session to the stdio
-fixture server. The change is heard by the first replica's session; the second learns it through
-the store (LISTEN/NOTIFY), empties its kept listing and tells its own clients. Its catalog poll is
-set to a minute and a listing is kept 30 seconds, so only the announcement can explain it.
+#34): two real gateways on one database, each with its own session to the stdio fixture server.
+The change is heard by the first replica's session; the second learns it through the store,
+empties its kept listing and tells its own clients. On PostgreSQL by LISTEN/NOTIFY (the catalog
+poll set to a minute, so only the announcement can explain it); on SQLite by the poll of the
+versions the first bumped (a listing is kept 30 seconds, the test waits 20 at most).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -21,11 +23,18 @@ from tests.e2e.flow import client
 from tests.e2e.inprocess import open_gateway, owner_token, serve
 from tests.pg import PostgresServer
 from tests.principals import OPERATOR
+from tests.templates import migrated_sqlite
 from toolcrib.gateway.connections.manage import add_connection, spec_of
 from toolcrib.gateway.core import Gateway
 from toolcrib.settings import Settings
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
+
+OPTIONS: dict[str, Any] = {
+    "connect_timeout_seconds": 20,
+    "stateless": False,  # sessions: a client is sent notifications
+    "semantic": False,
+}
 
 
 async def _until(check: Any, seconds: float = 20.0) -> None:
@@ -35,15 +44,7 @@ async def _until(check: Any, seconds: float = 20.0) -> None:
 
 
 @asynccontextmanager
-async def _replicas(postgres: PostgresServer) -> AsyncIterator[tuple[Gateway, str, str, str]]:
-    settings = Settings(
-        database_url=postgres.create_database(),
-        secret_key=PG_SECRET_KEY,
-        connect_timeout_seconds=20,
-        catalog_poll_seconds=60,  # only the announcement can explain the second replica knowing
-        stateless=False,  # sessions: a client is sent notifications
-        semantic=False,
-    )
+async def _replicas(settings: Settings) -> AsyncIterator[tuple[Gateway, str, str, str]]:
     async with AsyncExitStack() as stack:
         a, b = [await stack.enter_async_context(open_gateway(settings)) for _ in range(2)]
         owner = await owner_token(a)
@@ -52,7 +53,7 @@ async def _replicas(postgres: PostgresServer) -> AsyncIterator[tuple[Gateway, st
             a, "desk", connector="Helpdesk", command=FIXTURE_SERVER, env=env, actor=OPERATOR
         )
         assert row.status == "active", row.reason
-        await _until(lambda: "desk" in b.catalog.connections)
+        await _until(lambda: getattr(b.catalog.connections.get("desk"), "status", None) == "active")
         base_a, base_b = [await stack.enter_async_context(serve(gw)) for gw in (a, b)]
         yield b, owner, base_a, base_b
 
@@ -60,6 +61,25 @@ async def _replicas(postgres: PostgresServer) -> AsyncIterator[tuple[Gateway, st
 async def test_r16_3_a_resource_list_change_heard_by_one_replica_reaches_the_clients_of_another(
     postgres: PostgresServer,
 ) -> None:
+    settings = Settings(
+        database_url=postgres.create_database(),
+        secret_key=PG_SECRET_KEY,
+        catalog_poll_seconds=60,  # only the announcement can explain the second replica knowing
+        **OPTIONS,
+    )
+    await _one_hears_the_other_tells(settings)
+
+
+async def test_r16_3_replicas_on_one_sqlite_file_learn_a_resource_list_change_by_polling(
+    tmp_path: Path,
+) -> None:
+    settings = Settings(
+        database_url=migrated_sqlite(tmp_path / "gw.store.db"), catalog_poll_seconds=0.1, **OPTIONS
+    )
+    await _one_hears_the_other_tells(settings)
+
+
+async def _one_hears_the_other_tells(settings: Settings) -> None:
     told: list[Any] = []
 
     async def note(message: Any) -> None:
@@ -67,7 +87,7 @@ async def test_r16_3_a_resource_list_change_heard_by_one_replica_reaches_the_cli
             told.append(message)
 
     async with (
-        _replicas(postgres) as (b, owner, base_a, base_b),
+        _replicas(settings) as (b, owner, base_a, base_b),
         client(base_b, owner, mode="legacy", message_handler=partial(note)) as on_b,
         client(base_a, owner, mode="legacy") as on_a,
     ):

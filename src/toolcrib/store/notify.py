@@ -5,7 +5,8 @@ restriction, a classification override, a frozen value — announces it inside i
 on PostgreSQL ``pg_notify`` delivers it to every listening process when, and only if, that
 transaction commits. Each gateway process listens on a connection of its own and reloads at once
 what changed; polling (catalogs) and the policy cache time (R-7.6) stay the fallback, and are all
-there is on SQLite, where ``announce`` does nothing.
+there is on SQLite, where ``announce`` does nothing (an upstream's prompts/resources list change
+is then a version the others poll, ``offering_changes``).
 
 Grants and member status need no notification: they are read on every call (R-7.6).
 """
@@ -21,6 +22,7 @@ from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from toolcrib.store import offering_changes
 from toolcrib.store.database import Database
 
 __all__ = [
@@ -68,9 +70,12 @@ def examples_note(public_name: str | None) -> str:
 
 
 async def announce_offerings(db: Database, instance: str, account: str, kind: str) -> None:
-    """Tell the other processes that ``account``'s upstream said its ``kind`` changed (PostgreSQL;
-    nothing on SQLite, where each process's kept listings last their time)."""
-    if db.is_sqlite or kind not in _OFFERING_KINDS:
+    """Tell the other processes that ``account``'s upstream said its ``kind`` changed: announced on
+    PostgreSQL; on SQLite a version the others poll (``offering_changes``)."""
+    if kind not in _OFFERING_KINDS:
+        return
+    if db.is_sqlite:
+        await offering_changes.bump(db, account, kind, instance)
         return
     async with db.begin() as conn:
         await announce(conn, f"{OFFERINGS}:{kind}:{account}:{instance}")

@@ -37,6 +37,7 @@ __all__ = [
     "oauth_consents",
     "oauth_pending",
     "oauth_tokens",
+    "offering_changes",
     "overrides",
     "rate_buckets",
     "rate_limits",
@@ -325,6 +326,18 @@ tool_pins = Table(
     Column("offered_sha256", String(64), nullable=True),
     Column("rejected_sha256", String(64), nullable=True),
     Column("changed_at", Float, nullable=True),
+)
+
+offering_changes = Table(
+    "offering_changes",
+    metadata,
+    # An upstream's prompts or resources list changed (R-16.3): on SQLite, where there are no
+    # announcements, the process whose session heard it bumps ``version``; the others' followers
+    # poll it (the ``instance`` that bumped it last ignores its own). PostgreSQL announces instead.
+    Column("account", String(40), ForeignKey("connections.name", ondelete="CASCADE"), primary_key=True),
+    Column("kind", String(10), primary_key=True),  # prompts | resources
+    Column("version", Integer, nullable=False),
+    Column("instance", String(40), nullable=False),
 )
 
 rate_limits = Table(

@@ -1,4 +1,4 @@
-"""a prompt's definition is pinned like a tool's (#34, R-13.4)
+"""a prompt's definition is pinned like a tool's (#34, R-13.4); list changes reach SQLite replicas
 
 Revision ID: 0014
 Revises: 0013
@@ -6,6 +6,9 @@ Create Date: 2026-12-04 22:45:00
 
 - ``tool_pins.kind``: ``tool`` (every pin so far) or ``prompt``; it is part of the key, so a
   prompt and a tool of one connection with the same name never share a pin.
+- ``offering_changes``: per connection and kind (``prompts``, ``resources``), a version bumped
+  when an upstream says that list changed, and the process that bumped it: how processes on one
+  SQLite file learn it (PostgreSQL announces it instead).
 
 The table is copied into one with the new key (the same on SQLite and PostgreSQL).
 """
@@ -49,9 +52,19 @@ def upgrade() -> None:
     op.execute(f"INSERT INTO tool_pins_0014 (kind, {_FIELDS}) SELECT 'tool', {_FIELDS} FROM tool_pins")
     op.drop_table("tool_pins")
     op.rename_table("tool_pins_0014", "tool_pins")
+    op.create_table(
+        "offering_changes",
+        sa.Column("account", sa.String(length=40), nullable=False),
+        sa.Column("kind", sa.String(length=10), nullable=False),
+        sa.Column("version", sa.Integer(), nullable=False),
+        sa.Column("instance", sa.String(length=40), nullable=False),
+        sa.ForeignKeyConstraint(["account"], ["connections.name"], ondelete="CASCADE"),
+        sa.PrimaryKeyConstraint("account", "kind"),
+    )
 
 
 def downgrade() -> None:
+    op.drop_table("offering_changes")
     _table("tool_pins_0013", with_kind=False)
     op.execute(f"INSERT INTO tool_pins_0013 ({_FIELDS}) SELECT {_FIELDS} FROM tool_pins WHERE kind = 'tool'")
     op.drop_table("tool_pins")
