@@ -57,3 +57,30 @@ async def test_r15_1_a_database_at_an_older_revision_is_upgraded(db: Database) -
     assert await db.schema_revision() == "0007"
     await db.migrate()
     assert await db.schema_revision() == SCHEMA_HEAD
+
+
+async def test_r13_4_a_pin_written_before_0014_is_a_tools_pin_after_it_and_a_prompt_may_share_its_name(
+    db: Database,
+) -> None:
+    from sqlalchemy import insert, text
+
+    from toolcrib.catalog.pins import Pin, PinPlan
+    from toolcrib.store import pins as pin_store
+    from toolcrib.store.tables import connections
+
+    await db.migrate("0013")
+    async with db.begin() as conn:
+        row = {"name": "desk", "connector": "Helpdesk", "transport": "stdio", "status": "active"}
+        await conn.execute(insert(connections).values(**row, created_at=0.0, updated_at=0.0))
+        columns = "account, tool, accepted_sha256, offered_sha256"  # the table as 0013 made it
+        await conn.execute(
+            text(f"INSERT INTO tool_pins ({columns}) VALUES ('desk', 'summarize', 'a1', 'b2')")
+        )
+    await db.migrate()
+    async with db.begin() as conn:
+        await pin_store.apply_plan(conn, "desk", PinPlan(write=[Pin("summarize", {}, "c3")]), "prompt")
+    async with db.read() as conn:
+        tool = await pin_store.load_pins(conn, "desk", "tool")
+        prompt = await pin_store.load_pins(conn, "desk", "prompt")
+    assert (tool["summarize"].accepted_sha256, tool["summarize"].held) == ("a1", True)
+    assert (prompt["summarize"].accepted_sha256, prompt["summarize"].held) == ("c3", False)

@@ -1,5 +1,8 @@
 """Pinned tool definitions (SPEC R-13.4): what a sync does with a tool whose definition changed.
 
+A prompt of a connection is pinned the same way (:func:`prompt_definition`), compared each time
+the gateway reads the server's prompt listing; below, "tool" stands for either.
+
 A server can change a tool after it was trusted: "Sync the contacts of a mailing list" becomes an
 instruction to export every report to an outside address. So the definition the model reads and
 the gateway validates against (description, input schema, annotations) is pinned when accepted,
@@ -22,7 +25,7 @@ from typing import Any
 
 from toolcrib.catalog.records import ExactRecord, canonical_json
 
-__all__ = ["MODES", "Pin", "PinPlan", "changed", "definition", "digest", "plan"]
+__all__ = ["MODES", "Pin", "PinPlan", "changed", "definition", "digest", "plan", "prompt_definition"]
 
 MODES = ("accept", "review", "off")
 
@@ -34,6 +37,13 @@ def definition(record: ExactRecord) -> dict[str, Any]:
         "inputSchema": record.input_schema,
         "annotations": record.annotations,
     }
+
+
+def prompt_definition(prompt: Mapping[str, Any]) -> dict[str, Any]:
+    """What is pinned of a prompt (the ``Prompt`` of a ``prompts/list``, as JSON): what the person's
+    client shows of it and fills in, its description and its arguments (its name is the pin's key).
+    A prompt's messages are not pinned: they are made at each ``prompts/get``, like a tool's result."""
+    return {"description": prompt.get("description"), "arguments": prompt.get("arguments") or []}
 
 
 def digest(defn: Mapping[str, Any]) -> str:

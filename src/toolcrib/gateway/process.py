@@ -151,6 +151,9 @@ def _supervisor(gw: Gateway) -> AbstractAsyncContextManager[Upstreams]:
 
         await upstream_events.on_authorized(gw, binding, ok, why)
 
+    async def on_offerings_heard(name: str, kind: str) -> None:
+        await upstream_events.on_offerings_changed(gw, name, kind)
+
     return Upstreams.running(
         call_timeout=settings.upstream_timeout_seconds,
         connect_timeout=settings.connect_timeout_seconds,
@@ -161,4 +164,5 @@ def _supervisor(gw: Gateway) -> AbstractAsyncContextManager[Upstreams]:
         on_auth_needed=on_auth_needed,
         on_authorized=on_authorized,
         addresses=gw.addresses,
+        on_offerings_heard=on_offerings_heard,
     )

@@ -15,7 +15,7 @@ from toolcrib.store import pins as pin_store
 from toolcrib.store.database import Database
 from toolcrib.store.learning import delete_tool_examples
 from toolcrib.store.notify import CATALOG, announce
-from toolcrib.store.tables import connections, tool_pins, tools, upstream_tokens
+from toolcrib.store.tables import connections, offering_changes, tool_pins, tools, upstream_tokens
 
 __all__ = ["ConnectionRow", "StoredTool"]
 
@@ -111,6 +111,7 @@ async def delete_connection(db: Database, name: str) -> bool:
         await conn.execute(delete(tools).where(tools.c.account == name))
         await conn.execute(delete(upstream_tokens).where(upstream_tokens.c.account == name))
         await pin_store.delete_pins(conn, name)
+        await conn.execute(delete(offering_changes).where(offering_changes.c.account == name))
         result = await conn.execute(delete(connections).where(connections.c.name == name))
         await announce(conn, CATALOG)
     return bool(result.rowcount)
@@ -184,7 +185,9 @@ def _tool_row(name: str, s: StoredTool) -> dict[str, Any]:
 
 async def load_catalog(db: Database, name: str) -> list[StoredTool]:
     """A connection's stored catalog, each tool held or not as its pin says (R-13.4)."""
-    pinned = and_(tool_pins.c.account == tools.c.account, tool_pins.c.tool == tools.c.name)
+    pinned = and_(
+        tool_pins.c.account == tools.c.account, tool_pins.c.kind == "tool", tool_pins.c.tool == tools.c.name
+    )
     query = (
         select(tools, tool_pins.c.offered_sha256)
         .select_from(tools.outerjoin(tool_pins, pinned))

@@ -49,7 +49,7 @@ T = TypeVar("T")
 logger = logging.getLogger(__name__)
 
 _MIGRATIONS = Path(__file__).parent / "migrations"
-SCHEMA_HEAD = "0013"
+SCHEMA_HEAD = "0014"
 """The newest migration's revision (``tests/store`` keeps it equal to Alembic's head): a database
 recorded at it needs no migration, and the start-up then does not load Alembic at all."""
 # The database whose write turn the current task holds (so a nested transaction does not wait).

@@ -5,7 +5,8 @@ restriction, a classification override, a frozen value — announces it inside i
 on PostgreSQL ``pg_notify`` delivers it to every listening process when, and only if, that
 transaction commits. Each gateway process listens on a connection of its own and reloads at once
 what changed; polling (catalogs) and the policy cache time (R-7.6) stay the fallback, and are all
-there is on SQLite, where ``announce`` does nothing.
+there is on SQLite, where ``announce`` does nothing (an upstream's prompts/resources list change
+is then a version the others poll, ``offering_changes``).
 
 Grants and member status need no notification: they are read on every call (R-7.6).
 """
@@ -21,6 +22,7 @@ from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from toolcrib.store import offering_changes
 from toolcrib.store.database import Database
 
 __all__ = [
@@ -28,10 +30,13 @@ __all__ = [
     "CATALOG",
     "CHANNEL",
     "EXAMPLES",
+    "OFFERINGS",
     "POLICY",
     "announce",
+    "announce_offerings",
     "examples_note",
     "listen",
+    "noted_offerings",
     "noted_tool",
 ]
 
@@ -43,6 +48,11 @@ POLICY = "policy"
 ALL = "all"  # after (re)connecting: anything may have changed while nobody listened
 EXAMPLES = "examples"
 """Search examples changed (R-5.12): ``examples:{public_name}`` for one tool, ``examples:`` for all."""
+
+OFFERINGS = "offerings"
+"""An upstream's prompts or resources changed (R-16.3): ``offerings:{kind}:{account}:{instance}``,
+told by the process whose session heard it (``instance``: it ignores its own)."""
+_OFFERING_KINDS = ("prompts", "resources")
 
 _NOTIFY = text("SELECT pg_notify(:channel, :kind)")
 
@@ -57,6 +67,28 @@ def examples_note(public_name: str | None) -> str:
     """The announcement that ``public_name``'s examples changed (every tool's when None). A public
     name is at most 320 characters: far within a notification's 8,000 bytes."""
     return f"{EXAMPLES}:{public_name or ''}"
+
+
+async def announce_offerings(db: Database, instance: str, account: str, kind: str) -> None:
+    """Tell the other processes that ``account``'s upstream said its ``kind`` changed: announced on
+    PostgreSQL; on SQLite a version the others poll (``offering_changes``)."""
+    if kind not in _OFFERING_KINDS:
+        return
+    if db.is_sqlite:
+        await offering_changes.bump(db, account, kind, instance)
+        return
+    async with db.begin() as conn:
+        await announce(conn, f"{OFFERINGS}:{kind}:{account}:{instance}")
+
+
+def noted_offerings(note: str) -> tuple[str, str, str] | None:
+    """``(kind, instance, account)`` of an ``offerings`` announcement; None for any other note."""
+    head, _, rest = note.partition(":")
+    kind, _, rest = rest.partition(":")
+    account, _, instance = rest.partition(":")  # an account name holds no ':' (an instance may)
+    if head != OFFERINGS or kind not in _OFFERING_KINDS or not instance or not account:
+        return None
+    return kind, instance, account
 
 
 def noted_tool(kind: str) -> str | None:

@@ -1,4 +1,7 @@
-"""Queries on pinned tool definitions (R-13.4).
+"""Queries on pinned definitions of tools and prompts (R-13.4).
+
+A pin is of a ``kind`` (:data:`PinKind`): ``tool`` or ``prompt``; the kind is part of its key, so
+a connection's tool and prompt of the same name never share one.
 
 A sync applies its :class:`~toolcrib.catalog.pins.PinPlan` inside the transaction that writes the
 catalog (``connections.replace_catalog``), so a catalog is never live with pins of another one.
@@ -17,6 +20,7 @@ from typing import Any, Literal
 from sqlalchemy import and_, delete, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from toolcrib.catalog import pins as rules
 from toolcrib.catalog.pins import Pin, PinPlan
 from toolcrib.store import outbox
 from toolcrib.store.database import Database
@@ -24,18 +28,29 @@ from toolcrib.store.learning import delete_tool_examples
 from toolcrib.store.notify import CATALOG, announce
 from toolcrib.store.tables import audit, connections, tool_pins
 
-__all__ = ["Change", "apply_plan", "decide", "delete_pins", "load_pins", "waiting_changes"]
+__all__ = [
+    "Change",
+    "PinKind",
+    "apply_plan",
+    "decide",
+    "delete_pins",
+    "load_pin",
+    "load_pins",
+    "waiting_changes",
+]
 
 _CHUNK = 500  # names per IN (...) list: well under SQLite's bound-parameter limit
+PinKind = Literal["tool", "prompt"]
 _FIELDS = ("accepted", "accepted_sha256", "offered", "offered_sha256", "rejected_sha256", "changed_at")
 
 
 @dataclass(frozen=True, slots=True)
 class Change:
-    """A held tool as an admin reviews it: its connection and its pin."""
+    """A held tool or prompt as an admin reviews it: its connection, its pin and its kind."""
 
     account: str
     pin: Pin
+    kind: PinKind = "tool"
 
 
 def _pin(r: Any) -> Pin:
@@ -43,29 +58,65 @@ def _pin(r: Any) -> Pin:
     return Pin(m["tool"], *(m[f] for f in _FIELDS))
 
 
-def _values(account: str, pin: Pin) -> dict[str, Any]:
-    return {"account": account, "tool": pin.tool, **{f: getattr(pin, f) for f in _FIELDS}}
+def _values(account: str, pin: Pin, kind: PinKind) -> dict[str, Any]:
+    return {"account": account, "kind": kind, "tool": pin.tool, **{f: getattr(pin, f) for f in _FIELDS}}
 
 
-async def load_pins(conn: AsyncConnection, account: str) -> dict[str, Pin]:
-    rows = (await conn.execute(select(tool_pins).where(tool_pins.c.account == account))).all()
-    return {r.tool: _pin(r) for r in rows}
+async def load_pins(conn: AsyncConnection, account: str, kind: PinKind = "tool") -> dict[str, Pin]:
+    query = select(tool_pins).where(tool_pins.c.account == account, tool_pins.c.kind == kind)
+    return {r.tool: _pin(r) for r in (await conn.execute(query)).all()}
 
 
-async def _drop(conn: AsyncConnection, account: str, tools: Collection[str]) -> None:
+async def load_pin(db: Database, account: str, kind: PinKind, name: str) -> Pin | None:
+    """The pin of ``kind`` named ``name`` of ``account``, if any."""
+    key = and_(tool_pins.c.account == account, tool_pins.c.kind == kind, tool_pins.c.tool == name)
+    async with db.read() as conn:
+        found = (await conn.execute(select(tool_pins).where(key))).first()
+    return _pin(found) if found is not None else None
+
+
+async def _drop(conn: AsyncConnection, account: str, tools: Collection[str], kind: PinKind) -> None:
     names = list(tools)
     for i in range(0, len(names), _CHUNK):
         chunk = names[i : i + _CHUNK]
         await conn.execute(
-            delete(tool_pins).where(tool_pins.c.account == account, tool_pins.c.tool.in_(chunk))
+            delete(tool_pins).where(
+                tool_pins.c.account == account, tool_pins.c.kind == kind, tool_pins.c.tool.in_(chunk)
+            )
         )
 
 
-async def apply_plan(conn: AsyncConnection, account: str, plan: PinPlan) -> None:
+async def apply_plan(conn: AsyncConnection, account: str, plan: PinPlan, kind: PinKind = "tool") -> None:
     """Write a sync's pins (replace = delete, then insert: the same on SQLite and PostgreSQL)."""
-    await _drop(conn, account, [*plan.drop, *(p.tool for p in plan.write)])
+    await _drop(conn, account, [*plan.drop, *(p.tool for p in plan.write)], kind)
     if plan.write:
-        await conn.execute(insert(tool_pins), [_values(account, p) for p in plan.write])
+        await conn.execute(insert(tool_pins), [_values(account, p, kind) for p in plan.write])
+
+
+async def sync_pins(
+    db: Database,
+    account: str,
+    kind: PinKind,
+    offered: Mapping[str, tuple[dict[str, Any], str]],
+    *,
+    mode: str,
+    now: float,
+) -> set[str]:
+    """Compare ``offered`` (name -> (definition, digest)) with ``account``'s pins of ``kind``, write
+    what changed, and return the names held. Nothing is written when nothing changed (the common
+    case: a listing read again); a write takes the connection's row first, as a sync does, and
+    plans again with the pins as they are then (another process may have written them since)."""
+    async with db.read() as conn:
+        first = rules.plan(await load_pins(conn, account, kind), offered, mode=mode, now=now)
+    if not first.write and not first.drop:
+        return first.held
+    async with db.begin() as conn:
+        # The connection's row first (FOR UPDATE; SQLite's writers take turns anyway): two
+        # processes that read the same change write it in turn.
+        await conn.execute(select(connections.c.name).where(connections.c.name == account).with_for_update())
+        again = rules.plan(await load_pins(conn, account, kind), offered, mode=mode, now=now)
+        await apply_plan(conn, account, again, kind)
+    return again.held
 
 
 async def delete_pins(conn: AsyncConnection, account: str) -> None:
@@ -74,7 +125,7 @@ async def delete_pins(conn: AsyncConnection, account: str) -> None:
 
 
 async def waiting_changes(db: Database, account: str | None = None, limit: int = 100) -> list[Change]:
-    """Held tools no admin rejected in their current form, oldest change first."""
+    """Held tools and prompts no admin rejected in their current form, oldest change first."""
     query = (
         select(tool_pins)
         .where(
@@ -84,14 +135,14 @@ async def waiting_changes(db: Database, account: str | None = None, limit: int =
                 tool_pins.c.rejected_sha256 != tool_pins.c.offered_sha256,
             ),
         )
-        .order_by(tool_pins.c.changed_at, tool_pins.c.account, tool_pins.c.tool)
+        .order_by(tool_pins.c.changed_at, tool_pins.c.account, tool_pins.c.kind, tool_pins.c.tool)
         .limit(limit)
     )
     if account is not None:
         query = query.where(tool_pins.c.account == account)
     async with db.read() as conn:
         rows = (await conn.execute(query)).all()
-    return [Change(r.account, _pin(r)) for r in rows]
+    return [Change(r.account, _pin(r), r.kind) for r in rows]
 
 
 Verdict = Literal["accept", "reject"]
@@ -106,6 +157,7 @@ async def decide(
     expected: str | None,
     audit_row: Mapping[str, Any],
     public_name: str | None = None,
+    kind: PinKind = "tool",
 ) -> Pin | None:
     """Accept or reject the held tool's offered definition; the pin as it was, or None when nothing
     is held (or ``expected`` is not the digest offered now: the admin saw another definition).
@@ -119,7 +171,7 @@ async def decide(
             .where(connections.c.name == account)
             .values(catalog_version=connections.c.catalog_version + 1, updated_at=time.time())
         )
-        key = and_(tool_pins.c.account == account, tool_pins.c.tool == tool)
+        key = and_(tool_pins.c.account == account, tool_pins.c.kind == kind, tool_pins.c.tool == tool)
         found = (await conn.execute(select(tool_pins).where(key))).first()
         pin = _pin(found) if found is not None else None
         if not bumped.rowcount or pin is None or not pin.held:

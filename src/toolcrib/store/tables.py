@@ -37,6 +37,7 @@ __all__ = [
     "oauth_consents",
     "oauth_pending",
     "oauth_tokens",
+    "offering_changes",
     "overrides",
     "rate_buckets",
     "rate_limits",
@@ -312,9 +313,12 @@ approvals = Table(
 tool_pins = Table(
     "tool_pins",
     metadata,
-    # Pinned tool definitions (R-13.4): the definition accepted (description, input schema,
-    # annotations) and its digest; what the upstream offers now when it differs; a rejected digest.
+    # Pinned definitions (R-13.4): of a tool (description, input schema, annotations) or of a
+    # prompt (description, arguments), told apart by ``kind`` (part of the key: a prompt and a tool
+    # of the same name never share a pin); the definition accepted and its digest; what the
+    # upstream offers now when it differs; a rejected digest. ``tool`` is the tool's or prompt's name.
     Column("account", String(40), ForeignKey("connections.name", ondelete="CASCADE"), primary_key=True),
+    Column("kind", String(10), primary_key=True, default="tool", server_default="tool"),  # tool | prompt
     Column("tool", String(256), primary_key=True),
     Column("accepted", JSON, nullable=True),
     Column("accepted_sha256", String(64), nullable=True),
@@ -322,6 +326,18 @@ tool_pins = Table(
     Column("offered_sha256", String(64), nullable=True),
     Column("rejected_sha256", String(64), nullable=True),
     Column("changed_at", Float, nullable=True),
+)
+
+offering_changes = Table(
+    "offering_changes",
+    metadata,
+    # An upstream's prompts or resources list changed (R-16.3): on SQLite, where there are no
+    # announcements, the process whose session heard it bumps ``version``; the others' followers
+    # poll it (the ``instance`` that bumped it last ignores its own). PostgreSQL announces instead.
+    Column("account", String(40), ForeignKey("connections.name", ondelete="CASCADE"), primary_key=True),
+    Column("kind", String(10), primary_key=True),  # prompts | resources
+    Column("version", Integer, nullable=False),
+    Column("instance", String(40), nullable=False),
 )
 
 rate_limits = Table(

@@ -527,11 +527,15 @@ class UpstreamSession:
         elif isinstance(message, types.ResourceUpdatedNotification):
             self._updated(message.params.uri)
 
+    def forget_listings(self, kind: str) -> None:
+        """Empty the kept listings of ``kind`` (``prompts``, ``resources``: its templates too)."""
+        for key in [k for k in self.listings if k.startswith(kind)]:
+            self.listings.pop(key, None)
+
     def _offerings_changed(self, kind: str) -> None:
         """The server's prompts or resources changed: listed again at the next need, and who
         listens (the gateway's clients) told (R-16.3)."""
-        for key in [k for k in self.listings if k.startswith(kind)]:
-            self.listings.pop(key, None)
+        self.forget_listings(kind)
         if self._on_offerings_changed is not None:
             self._tg.start_soon(self._on_offerings_changed, self.spec.name, kind, "")
 

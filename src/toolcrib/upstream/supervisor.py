@@ -45,6 +45,7 @@ class Upstreams:
         on_auth_needed: Callable[[UpstreamSpec], Coroutine[Any, Any, str | None]] | None = None,
         on_authorized: OnDone | None = None,
         addresses: AddressPolicy | None = None,
+        on_offerings_heard: Callable[[str, str], Coroutine[Any, Any, None]] | None = None,
     ) -> None:
         self._tg = task_group
         addresses = addresses or AddressPolicy()  # where sessions and OAuth flows connect (R-13.5)
@@ -63,6 +64,9 @@ class Upstreams:
         self._sessions: dict[tuple[str, str], UpstreamSession] = {}
         """By connection and member: a per-member OAuth connection has one session per member."""
         self._offerings_listeners: list[OfferingsListener] = []
+        self._on_offerings_heard = on_offerings_heard
+        """Told when one of this process's sessions hears a list change (the other processes are
+        told through the store, and come back by :meth:`offerings_changed_elsewhere`)."""
 
     def listen_offerings(self, listener: OfferingsListener) -> Callable[[], None]:
         """Tell ``listener(connection, kind)`` when an upstream's ``prompts`` or ``resources``
@@ -71,8 +75,20 @@ class Upstreams:
         return lambda: self._offerings_listeners.remove(listener)
 
     async def _offerings_changed(self, name: str, kind: str, uri: str) -> None:
+        if kind in ("prompts", "resources") and self._on_offerings_heard is not None:
+            await self._on_offerings_heard(name, kind)
         for listener in list(self._offerings_listeners):
             await listener(name, kind, uri)
+
+    async def offerings_changed_elsewhere(self, name: str, kind: str) -> None:
+        """Another process's session of ``name`` heard its ``kind`` (``prompts`` or ``resources``)
+        change: this process's sessions of it list again at the next need, and its listeners are
+        told, as when one of its own sessions hears it (R-16.3, R-15.2)."""
+        for (account, _), session in list(self._sessions.items()):
+            if account == name:
+                session.forget_listings(kind)
+        for listener in list(self._offerings_listeners):
+            await listener(name, kind, "")
 
     @classmethod
     @asynccontextmanager

@@ -10,16 +10,22 @@ use case imports this module back.
 
 from __future__ import annotations
 
+import logging
+
+from toolcrib.errors import StoreError
 from toolcrib.gateway.connections.catalogs import reinstall
 from toolcrib.gateway.connections.manage import sync_connection
 from toolcrib.gateway.connections.oauth_binding import start_link
 from toolcrib.gateway.connections.upstream_oauth import MODES, has_grant
 from toolcrib.gateway.core import Gateway
 from toolcrib.store import connections as conn_store
+from toolcrib.store import notify
 from toolcrib.store import oauth as grant_store
 from toolcrib.upstream.spec import OAuthBinding, UpstreamSpec
 
-__all__ = ["on_auth_needed", "on_authorized", "on_tools_changed"]
+__all__ = ["on_auth_needed", "on_authorized", "on_offerings_changed", "on_tools_changed"]
+
+logger = logging.getLogger(__name__)
 
 _DEAD = (
     "its grant at the provider stopped working: an admin must refresh the connection to authorize it again"
@@ -29,6 +35,15 @@ _DEAD = (
 async def on_tools_changed(gw: Gateway, name: str) -> None:
     """An upstream announced that its tools changed: sync its catalog (R-4.2)."""
     await sync_connection(gw, name)
+
+
+async def on_offerings_changed(gw: Gateway, name: str, kind: str) -> None:
+    """An upstream said its prompts or resources changed: the other processes are told through the
+    store, so their kept listings go and their clients hear it too (R-16.3, R-15.2)."""
+    try:
+        await notify.announce_offerings(gw.store.db, gw.instance.id, name, kind)
+    except StoreError:
+        logger.warning("%s: the other processes could not be told its %s changed", name, kind, exc_info=True)
 
 
 async def on_auth_needed(gw: Gateway, spec: UpstreamSpec) -> str | None:

@@ -27,6 +27,7 @@ from toolcrib.gateway.resources.naming import (
     gateway_uri,
 )
 from toolcrib.gateway.resources.offerings import Kind, listed
+from toolcrib.gateway.resources.pinning import held_prompts
 from toolcrib.policy.gates import Principal
 from toolcrib.store.connections import ConnectionRow
 
@@ -79,9 +80,12 @@ async def offered_by(
     except InBandError as exc:
         logger.info("%s: %s left out of the listing: %s", row.name, kind, exc.message)
         return []
+    held = await held_prompts(gw.store.db, row, items, gw.store.clock()) if kind == "prompts" else set()
     rules = (await gw.policy.current()).rules
     shown = []
     for item in items:
+        if kind == "prompts" and item.get("name") in held:
+            continue  # changed since it was accepted
         key = "uriTemplate" if kind == "resources/templates" else "uri"
         name = access.item_name(item, str(item.get(key, "")))
         if not access.withholds(rules, principal, row, name):

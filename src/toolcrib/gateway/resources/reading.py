@@ -26,6 +26,7 @@ from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.resources import access
 from toolcrib.gateway.resources.naming import parse_gateway_uri, split_prompt_name, template_matches
 from toolcrib.gateway.resources.offerings import FRESH_SECONDS, LISTING_SECONDS, listed
+from toolcrib.gateway.resources.pinning import held_prompts, prompt_changed
 from toolcrib.gateway.resources.shaping import shape_contents, shape_prompt
 from toolcrib.gateway.resources.stored import shaped_and_stored
 from toolcrib.policy.gates import Principal
@@ -67,12 +68,26 @@ async def get_prompt(
     spec = spec_of(gw, row, principal.member)
     session = gw.upstreams.session(spec)
     secrets = secrets_of(gw.policy, spec)
+    if row.pinning != "off" and prompt in await _held(gw, row, session, prompt, secrets):
+        raise prompt_changed(name)
     raw = await _audited(
         gw, principal, row, "prompt", prompt, prompt, _no_prompt(name),
         lambda: session.ask("prompts/get", lambda c: _get(c, prompt, args)),
     )  # fmt: skip
     shape = partial(_shape_prompt, account=account, secrets=secrets)
     return await shaped_and_stored(gw.store, principal, row, prompt, raw, shape)
+
+
+async def _held(
+    gw: Gateway, row: ConnectionRow, session: UpstreamSession, prompt: str, secrets: list[str]
+) -> set[str]:
+    """The held prompts of ``row`` by its prompt listing (a fresh one when the kept one does not
+    name ``prompt``: it may have been added or changed since); a listing that fails fails the get,
+    since whether the prompt is held cannot be told."""
+    items = await listed(session, "prompts", secrets)
+    if not any(item.get("name") == prompt for item in items):
+        items = await listed(session, "prompts", secrets, max_age=FRESH_SECONDS)
+    return await held_prompts(gw.store.db, row, items, gw.store.clock())
 
 
 async def read_resource(gw: Gateway, principal: Principal, uri: str) -> dict[str, Any]:
