@@ -100,6 +100,10 @@ GATEWAY_MACHINERY: dict[tuple[str, str], str] = {
         "on_tools_changed",
     ): "the upstream session's callback when its tools changed",
     ("connections.upstream_events", "on_auth_needed"): "the upstream session's callback when its grant died",
+    (
+        "connections.upstream_events",
+        "on_offerings_changed",
+    ): "the upstream session's callback when its prompts or resources changed (R-16.3)",
     ("connections.upstream_events", "on_authorized"): "the upstream flow's callback when it ended",
     (
         "connections.upstream_oauth",

@@ -152,6 +152,8 @@ def _supervisor(gw: Gateway) -> AbstractAsyncContextManager[Upstreams]:
         await upstream_events.on_authorized(gw, binding, ok, why)
 
     async def on_offerings_heard(name: str, kind: str) -> None:
+        from toolcrib.gateway.connections import upstream_events
+
         await upstream_events.on_offerings_changed(gw, name, kind)
 
     return Upstreams.running(

@@ -188,6 +188,7 @@ _CLOSE_SQL = (
     "finished_at = :b_finished_at, duration_ms = :b_duration_ms WHERE id = :b_id"
 )
 
+
 def _writer(db: Database) -> _AuditWriter:
     """The database's one group-commit writer, made at its first audit write and held by it."""
     writer = db.audit_writer

@@ -29,6 +29,7 @@ from toolcrib.gateway.resources.offerings import FRESH_SECONDS, LISTING_SECONDS,
 from toolcrib.gateway.resources.pinning import held_prompts, prompt_changed
 from toolcrib.gateway.resources.shaping import shape_contents, shape_prompt
 from toolcrib.gateway.resources.stored import shaped_and_stored
+from toolcrib.gateway.storage import Storage
 from toolcrib.policy.gates import Principal
 from toolcrib.store.connections import ConnectionRow
 
@@ -68,7 +69,7 @@ async def get_prompt(
     spec = spec_of(gw, row, principal.member)
     session = gw.upstreams.session(spec)
     secrets = secrets_of(gw.policy, spec)
-    if row.pinning != "off" and prompt in await _held(gw, row, session, prompt, secrets):
+    if row.pinning != "off" and prompt in await _held(gw.store, row, session, prompt, secrets):
         raise prompt_changed(name)
     raw = await _audited(
         gw, principal, row, "prompt", prompt, prompt, _no_prompt(name),
@@ -79,7 +80,7 @@ async def get_prompt(
 
 
 async def _held(
-    gw: Gateway, row: ConnectionRow, session: UpstreamSession, prompt: str, secrets: list[str]
+    storage: Storage, row: ConnectionRow, session: UpstreamSession, prompt: str, secrets: list[str]
 ) -> set[str]:
     """The held prompts of ``row`` by its prompt listing (a fresh one when the kept one does not
     name ``prompt``: it may have been added or changed since); a listing that fails fails the get,
@@ -87,7 +88,7 @@ async def _held(
     items = await listed(session, "prompts", secrets)
     if not any(item.get("name") == prompt for item in items):
         items = await listed(session, "prompts", secrets, max_age=FRESH_SECONDS)
-    return await held_prompts(gw.store.db, row, items, gw.store.clock())
+    return await held_prompts(storage.db, row, items, storage.clock())
 
 
 async def read_resource(gw: Gateway, principal: Principal, uri: str) -> dict[str, Any]:
