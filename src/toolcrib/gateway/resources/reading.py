@@ -12,6 +12,7 @@ result is redacted and capped. An item the resolver withholds answers exactly as
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -38,7 +39,15 @@ if TYPE_CHECKING:
 
     from toolcrib.upstream.session import UpstreamSession
 
-__all__ = ["get_prompt", "no_resource", "reachable", "read_resource", "resource_names"]
+__all__ = [
+    "Gated",
+    "gated_resource",
+    "get_prompt",
+    "no_resource",
+    "reachable",
+    "read_resource",
+    "resource_names",
+]
 
 _UNKNOWN_CODES = frozenset({-32002, -32602})  # resource not found (2025), invalid params (2026-07-28)
 
@@ -91,8 +100,22 @@ async def _held(
     return await held_prompts(storage.db, row, items, storage.clock())
 
 
-async def read_resource(gw: Gateway, principal: Principal, uri: str) -> dict[str, Any]:
-    """The resource at the gateway URI ``uri`` (a listed one, a filled template's or a link's)."""
+@dataclass(frozen=True, slots=True)
+class Gated:
+    """A resource the caller passed the gates of a read for: its connection, upstream session,
+    original URI, the names it goes by (the first shown) and the connection's secrets."""
+
+    row: ConnectionRow
+    session: UpstreamSession
+    original: str
+    names: list[str]
+    secrets: list[str]
+
+
+async def gated_resource(gw: Gateway, principal: Principal, uri: str) -> Gated:
+    """The gates of a read for the gateway URI ``uri`` (R-16.2): ``mcp:read``, a connection the
+    caller may reach and active, and the resolver on every name the resource goes by; withheld
+    and unknown answer alike."""
     access.require_reader(principal)
     parsed = parse_gateway_uri(uri)
     if parsed is None:
@@ -106,7 +129,14 @@ async def read_resource(gw: Gateway, principal: Principal, uri: str) -> dict[str
     rules = (await gw.policy.current()).rules
     if any(access.withholds(rules, principal, row, name) for name in names):
         raise no_resource(uri)
-    name = names[0]
+    return Gated(row, session, original, names, secrets)
+
+
+async def read_resource(gw: Gateway, principal: Principal, uri: str) -> dict[str, Any]:
+    """The resource at the gateway URI ``uri`` (a listed one, a filled template's or a link's)."""
+    found = await gated_resource(gw, principal, uri)
+    row, session, original, secrets = found.row, found.session, found.original, found.secrets
+    account, name = row.name, found.names[0]
     raw = await _audited(
         gw, principal, row, "resource", redact_text(name, secrets), redact_text(original, secrets),
         no_resource(uri),

@@ -10,11 +10,10 @@ come back with the gateway URI. An upstream that offers no subscriptions answers
 from __future__ import annotations
 
 from toolcrib.errors import InvalidArguments
-from toolcrib.gateway.connections.manage import secrets_of, spec_of
+from toolcrib.gateway.connections.manage import spec_of
 from toolcrib.gateway.core import Gateway
-from toolcrib.gateway.resources import access
 from toolcrib.gateway.resources.naming import parse_gateway_uri
-from toolcrib.gateway.resources.reading import no_resource, reachable, resource_names
+from toolcrib.gateway.resources.reading import gated_resource
 from toolcrib.policy.gates import Principal
 
 __all__ = ["subscribe", "unsubscribe"]
@@ -22,18 +21,8 @@ __all__ = ["subscribe", "unsubscribe"]
 
 async def subscribe(gw: Gateway, principal: Principal, uri: str) -> None:
     """Subscribe ``principal`` to the resource at the gateway URI ``uri`` at its upstream."""
-    access.require_reader(principal)
-    parsed = parse_gateway_uri(uri)
-    if parsed is None:
-        raise no_resource(uri)
-    account, original = parsed
-    row = await reachable(gw, principal, account, no_resource(uri))
-    spec = spec_of(gw, row, principal.member)
-    session = gw.upstreams.session(spec)
-    names = await resource_names(session, original, secrets_of(gw.policy, spec))
-    rules = (await gw.policy.current()).rules
-    if any(access.withholds(rules, principal, row, name) for name in names):
-        raise no_resource(uri)
+    found = await gated_resource(gw, principal, uri)
+    session, original, account = found.session, found.original, found.row.name
     if not await session.subscribe(original):
         raise InvalidArguments(f"the server of {account} does not offer resource subscriptions")
 
