@@ -96,6 +96,24 @@ def run_as_operator(
     return run_gateway(database, as_operator, **options)
 
 
+def call_operation(
+    database: str | None, key: str, arguments: dict[str, Any], *, as_member: str | None = None
+) -> Any:
+    """Run the control-plane operation ``key`` (``resource__operation``) through
+    :meth:`ControlPlane.call` with the REST face's checks, as the host's operator or, with
+    ``as_member``, as that member (``--as``); its result."""
+
+    async def work(gw: Gateway) -> Any:
+        from toolcrib.gateway.control import ControlPlane
+        from toolcrib.gateway.identity.members import operator_principal
+
+        principal = await operator_principal(gw.store, as_member)
+        name = f"{gw.settings.control_prefix}__{key}"
+        return (await ControlPlane(gw).call(principal, name, arguments, over_mcp=False))["result"]
+
+    return run_gateway(database, work)
+
+
 def run_gateway(
     database: str | None,
     work: Callable[[Gateway], Awaitable[T]],

@@ -11,11 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from toolcrib.cli.common import DatabaseOption, JsonOption, emit, run_as_operator
+from toolcrib.cli.common import DatabaseOption, JsonOption, call_operation, emit
 
 if TYPE_CHECKING:
-    from toolcrib.gateway.core import Gateway
-    from toolcrib.policy.gates import Principal
+    pass
 
 __all__ = ["connectors_app"]
 
@@ -23,13 +22,7 @@ connectors_app = typer.Typer(no_args_is_help=True, help="The connector catalog: 
 
 
 def _call(database: str | None, operation: str, arguments: dict[str, Any]) -> Any:
-    async def work(gw: Gateway, op: Principal) -> Any:
-        from toolcrib.gateway.control import ControlPlane
-
-        name = f"{gw.settings.control_prefix}__connectors__{operation}"
-        return (await ControlPlane(gw).call(op, name, arguments, over_mcp=False))["result"]
-
-    return run_as_operator(database, work)
+    return call_operation(database, f"connectors__{operation}", arguments)
 
 
 @connectors_app.command("search")

@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from toolcrib.cli.common import DatabaseOption, JsonOption, emit, run_gateway
+from toolcrib.cli.common import DatabaseOption, JsonOption, call_operation, emit
 
 if TYPE_CHECKING:
-    from toolcrib.gateway.core import Gateway
+    pass
 
 __all__ = ["prompts_app", "resources_app"]
 
@@ -27,16 +27,8 @@ Cursor = typer.Option(None, "--cursor", help="The next page, as the last one nam
 
 
 def _run(database: str | None, operation: str, arguments: dict[str, Any], as_member: str | None) -> Any:
-    async def work(gw: Gateway) -> Any:
-        from toolcrib.gateway.control import ControlPlane
-        from toolcrib.gateway.identity.members import operator_principal
-
-        principal = await operator_principal(gw.store, as_member)
-        name = f"{gw.settings.control_prefix}__{operation}"
-        given = {k: v for k, v in arguments.items() if v is not None}
-        return (await ControlPlane(gw).call(principal, name, given, over_mcp=False))["result"]
-
-    return run_gateway(database, work)
+    given = {k: v for k, v in arguments.items() if v is not None}
+    return call_operation(database, operation, given, as_member=as_member)
 
 
 @prompts_app.command("list")

@@ -19,15 +19,13 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from toolcrib.cli.common import DatabaseOption, JsonOption, emit, fail, run_as_operator
+from toolcrib.cli.common import DatabaseOption, JsonOption, call_operation, emit, fail
 from toolcrib.errors import InBandError
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Iterator
 
-    from toolcrib.gateway.core import Gateway
     from toolcrib.operations import OperationSpec
-    from toolcrib.policy.gates import Principal
 
 __all__ = ["ALIASES", "flag_of", "mark_aliases", "operation_commands", "table_resources"]
 
@@ -86,15 +84,7 @@ def _run(described: OperationSpec, database: str | None, as_json: bool, values: 
         check_operation_input(described.resource, described.operation, arguments)
     except InBandError as exc:
         fail(exc)
-
-    async def work(gw: Gateway, operator: Principal) -> Any:
-        from toolcrib.gateway.control import ControlPlane
-
-        name = f"{gw.settings.control_prefix}__{described.key}"
-        done = await ControlPlane(gw).call(operator, name, arguments, over_mcp=False)
-        return done["result"]
-
-    emit(run_as_operator(database, work), as_json)
+    emit(call_operation(database, described.key, arguments), as_json)
 
 
 def _command(described: OperationSpec) -> Callable[..., None]:
