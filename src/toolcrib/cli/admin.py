@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -142,8 +143,8 @@ def connections_add(
     }
     oauth_value = connections.oauth_option(oauth, client)
 
-    async def work(gw: Gateway, op: Principal) -> dict[str, Any]:
-        row = await connections.add_connection(
+    async def add(gw: Gateway, op: Principal) -> Any:
+        return await connections.add_connection(
             gw,
             name,
             connector=connector,
@@ -155,11 +156,8 @@ def connections_add(
             actor=op,
             pinning=pinning,
         )
-        return await _authorized(gw, row)
 
-    view = run_as_operator(database, work)
-    emit(view, as_json)
-    _exit_unless_active(view, as_json)
+    _connect(database, as_json, add)
 
 
 def _add_from_registry(
@@ -188,8 +186,8 @@ def _add_from_registry(
     arguments = {"name": name, "from_registry": reference, "inputs": inputs, "connector": connector}
     _check("connections", "create", **arguments, pinning=pinning)
 
-    async def work(gw: Gateway, op: Principal) -> dict[str, Any]:
-        row = await adding.add_from_registry(
+    async def add(gw: Gateway, op: Principal) -> Any:
+        return await adding.add_from_registry(
             gw,
             name,
             reference,
@@ -199,7 +197,18 @@ def _add_from_registry(
             pinning=pinning,
             oauth=oauth_value,
         )
-        return await _authorized(gw, row)
+
+    _connect(database, as_json, add)
+
+
+def _connect(
+    database: str | None, as_json: bool, add: Callable[[Gateway, Principal], Awaitable[Any]]
+) -> None:
+    """Run ``add`` as the operator, print the connection (after its authorization, if it waits for
+    one) and exit non-zero unless it ended active: ``connections add`` with or without a registry."""
+
+    async def work(gw: Gateway, op: Principal) -> dict[str, Any]:
+        return await _authorized(gw, await add(gw, op))
 
     view = run_as_operator(database, work)
     emit(view, as_json)
