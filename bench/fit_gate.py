@@ -7,10 +7,10 @@ figures with 0, 1, 2, 4 and 8 past searches per tool replayed from the training 
 same run's models fitted without the usage features at all (the cold baseline the curve must not
 fall under at 0). At each level it reports the three cases of #31 apart: (a) requests whose right
 tool has its past searches, (b) the same requests with their right tools' past searches forgotten
-while every other tool keeps its own (``"siblings"``), (c) requests that need no tool (or name an
-unconnected app) with every tool's history present. Written to bench/out/learning_curve.json and
-plotted to docs/learning_curve.png. ``--design`` measures another reading of the usage channel
-(``gate.DESIGNS``; with ``--no-write``, nothing shipped changes).
+while about half of the other tools keep their own (``"siblings"``), (c) requests that need no
+tool (or name an unconnected app) with every tool's history present. Written to
+bench/out/learning_curve.json and plotted to docs/learning_curve.png. ``--design`` measures another
+reading of the usage channel (``gate.DESIGNS``; with ``--no-write``, nothing shipped changes).
 
 The fitting itself is ``toolcrib.eval`` (``eval.data`` tells the data, ``eval.crossval`` the
 cross-validation, ``eval.history`` the simulated use). This script caches the encoder's vectors

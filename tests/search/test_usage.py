@@ -7,6 +7,7 @@ import pytest
 from tests.search.conftest import doc
 
 from toolcrib.search import SearchIndex
+from toolcrib.search.gate import PAIR_FEATURES, Evidence, pair_features
 from toolcrib.search.semantic import load_encoder
 from toolcrib.search.usage import (
     FULL_WEIGHT,
@@ -15,6 +16,7 @@ from toolcrib.search.usage import (
     MAX_PER_MEMBER,
     MEMBER_SHARE,
     PastSearch,
+    Usage,
     UsageChannel,
 )
 
@@ -178,3 +180,56 @@ def test_r5_12_a_request_far_from_every_past_search_is_decided_as_without_histor
         assert after.ranked.tolist() == before.ranked.tolist()
     finally:
         index.forget()
+
+
+def _evidence(cosine: list[float], best: list[float], mass: list[float]) -> tuple[Evidence, np.ndarray]:
+    n = len(cosine)
+    zeros = np.zeros(n)
+    usage = Usage(best=np.array(best), mean=zeros, mass=np.array(mass), fit=zeros)
+    evidence = Evidence(
+        score=zeros,
+        share=zeros,
+        name_share=zeros,
+        name_words=zeros,
+        label=zeros,
+        cosine=np.array(cosine),
+        cosine_mean=0.2,
+        cosine_std=0.1,
+        live=np.ones(n, dtype=bool),
+        terms=3,
+        unmatched=0.0,
+        usage=usage,
+    )
+    return evidence, np.arange(n, dtype=np.int64)
+
+
+def _typical(cosine: list[float], best: list[float], mass: list[float]) -> list[float]:
+    evidence, slots = _evidence(cosine, best, mass)
+    column = pair_features(evidence, slots, "relative")[:, PAIR_FEATURES.index("usage_typical")]
+    return [round(float(v), 6) for v in column]
+
+
+def test_r5_12_a_sibling_lifted_as_much_as_every_learned_tool_gains_nothing_on_an_unlearned_one() -> None:
+    """#31 case b: the request's right tool (slot 0) has no history; its twenty siblings do, and
+    each of their past searches stands 0.2 above its own text, as every learned tool's does for
+    this request. None of them is lifted above the typical, so none gains on the right tool; one
+    whose past searches stand no higher than its text falls behind it (its column is below zero)."""
+    cosine = [0.6] + [0.55] * 20 + [0.5]
+    best = [0.0] + [0.75] * 20 + [0.5]
+    mass = [0.0] + [1.0] * 21
+    column = _typical(cosine, best, mass)
+    assert column[0] == 0.0
+    assert all(v == pytest.approx(0.0, abs=1e-9) for v in column[1:21])
+    assert column[21] < 0.0
+
+
+def test_r5_12_with_few_tools_learned_the_typical_lift_is_none_and_the_column_is_the_lift() -> None:
+    """When most of the best candidates have no history (an organization that uses a few tools:
+    here one of twenty), what a candidate typically shows is no lift, and the learned tool's column
+    is its plain lift times its mass; with no past search nearer than its text the column is zero
+    everywhere."""
+    cosine = [0.6 - 0.01 * i for i in range(20)]
+    lifted = [0.0, 0.89] + [0.0] * 18  # 0.3 above its text (0.59)
+    one = [0.0, 0.5] + [0.0] * 18
+    assert _typical(cosine, lifted, one) == [0.0, 0.15] + [0.0] * 18
+    assert _typical(cosine, [0.0, 0.3] + [0.0] * 18, [0.0, 1.0] + [0.0] * 18) == [0.0] * 20

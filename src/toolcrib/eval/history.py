@@ -22,7 +22,16 @@ import numpy as np
 from toolcrib.eval.examples import Example, Query
 from toolcrib.search.usage import PastSearch, UsageChannel
 
-__all__ = ["CASES", "LEVELS", "channel_of", "forgotten", "history", "training_examples", "without"]
+__all__ = [
+    "CASES",
+    "LEVELS",
+    "channel_of",
+    "forgotten",
+    "history",
+    "sibling_case",
+    "training_examples",
+    "without",
+]
 
 LEVELS = (0, 1, 2, 4, 8)
 """Past searches per tool the learning curve is measured at (and the training history is drawn at)."""
@@ -59,9 +68,23 @@ def channel_of(past: dict[str, list[PastSearch]]) -> UsageChannel:
 
 CASES = ("cold", "right", "siblings", "none")
 """The histories a query is fitted and reported with (#31): ``cold`` none at all; ``right`` its
-right tool has past searches (case a); ``siblings`` its right tool has none while the other
-tools do (case b: a new need in an organization that uses the rest); ``none`` a query that needs
-no connected tool, with every tool's history present (case c)."""
+right tool has past searches (case a); ``siblings`` its right tool has none while about half of
+the other tools keep theirs (case b: a new need in an organization that uses some of the rest,
+``sibling_case``); ``none`` a query that needs no connected tool, with every tool's history
+present (case c)."""
+
+SIBLINGS_KEPT = 2
+"""In case b, one in this many of the other tools keeps its history (by a hash of the query and the
+tool). Were every other tool to keep it, the one tool without history would always be the right
+one, and a model could learn that instead of what the usage evidence says (#31)."""
+
+
+def sibling_case(qid: str, gold: Iterable[str], learned: Iterable[str]) -> list[str]:
+    """The tools whose history case b forgets for query ``qid``: its right tools, and the learned
+    tools a hash of the query and the tool's name does not keep (``SIBLINGS_KEPT``)."""
+    right = set(gold)
+    kept = {name for name in learned if name not in right and _hash(f"{qid}|{name}") % SIBLINGS_KEPT == 0}
+    return sorted(set(learned) - kept | right)
 
 
 def without(past: dict[str, list[PastSearch]], tools: Iterable[str]) -> dict[str, list[PastSearch]]:
@@ -73,8 +96,8 @@ def without(past: dict[str, list[PastSearch]], tools: Iterable[str]) -> dict[str
 def training_examples(queries: list[Query], semantic: bool, design: str = "views") -> list[Example]:
     """The training queries' examples with use, each with a history from the training queries of
     the other folds at a level (1, 2, 4 or 8 per tool) chosen by a hash of its id: a positive twice
-    (its right tools with their history, case a; without it while the others keep theirs, case
-    b), a negative once (every tool's history, case c)."""
+    (its right tools with their history, case a; without it while about half of the others keep
+    theirs, case b, ``sibling_case``), a negative once (every tool's history, case c)."""
     out: list[Example] = []
     if not semantic:
         return out
@@ -83,17 +106,20 @@ def training_examples(queries: list[Query], semantic: bool, design: str = "views
         own = [q for q in queries if q.fold == fold]
         others = [q for q in queries if q.fold != fold]
         channels: dict[tuple[str, int], UsageChannel] = {}
+        taught: dict[tuple[str, int], list[str]] = {}
         for level in levels:
             for catalog, past in history(others, level, salt=f"{fold}").items():
                 channels[catalog, level] = channel_of(past)
+                taught[catalog, level] = sorted(past)
         for q in own:
-            channel = channels.get((q.catalog, levels[_hash("level:" + q.qid) % len(levels)]), UsageChannel())
+            key = (q.catalog, levels[_hash("level:" + q.qid) % len(levels)])
+            channel = channels.get(key, UsageChannel())
             if not q.positive:
                 out.append(q.example(channel, design, "none"))
                 continue
             out.append(q.example(channel, design, "right"))
             gold = [name for name, right in zip(q.names, q.gold.tolist(), strict=True) if right]
-            with forgotten(channel, gold):
+            with forgotten(channel, sibling_case(q.qid, gold, taught.get(key, []))):
                 out.append(q.example(channel, design, "siblings"))
     return out
 

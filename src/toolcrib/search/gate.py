@@ -84,6 +84,7 @@ PAIR_FEATURES = (
     "usage_fitted_low",
     "usage_fitted_mid",
     "usage_fitted_high",
+    "usage_typical",
 )
 GATE_FEATURES = (
     "top",
@@ -105,11 +106,17 @@ GATE_FEATURES = (
     "usage_fitted_low",
     "usage_fitted_mid",
     "usage_fitted_high",
+    "usage_typical",
 )
 KNOTS = (0.45, 0.6, 0.75)
 """Where the usage columns' piecewise-linear reading of a past search's cosine bends (a basis, not
 a decision: the fitted weights say how much each stretch counts). A past search nearer than the
 first knot counts only by how far it stands above the tool's own text."""
+TYPICAL_AMONG = 20
+"""This many of the query's best candidates by their own text's cosine say what lift a candidate
+typically shows for the query (``usage_typical``; a tool without history lifts nothing)."""
+TYPICAL_PERCENTILE = 90
+"""Which percentile of those lifts is the typical one (50, 75 and 90 were measured, #31)."""
 DESIGNS = ("views", "relative", "both")
 """How the usage channel's evidence reaches the one ranker and gate (R-5.12, #31):
 
@@ -232,7 +239,7 @@ def _views(evidence: Evidence, slots: Slots, design: str) -> tuple[Vector, Matri
     nearest past search zero where no past search is nearer than the text. ``views`` adds the
     first to the cosine instead, and leaves the columns zero."""
     n = len(slots)
-    columns = np.zeros((n, 4 + 2 * len(KNOTS)))
+    columns = np.zeros((n, 5 + 2 * len(KNOTS)))
     if evidence.cosine is None:
         return np.zeros(n), columns
     own = evidence.cosine[slots]
@@ -259,7 +266,30 @@ def _views(evidence: Evidence, slots: Slots, design: str) -> tuple[Vector, Matri
     columns[:, 3 + len(KNOTS)] = mass * short
     for i, knot in enumerate(KNOTS):
         columns[:, 4 + len(KNOTS) + i] = (lift > 0) * mass * np.maximum(best + short - knot, 0.0)
+    columns[:, 4 + 2 * len(KNOTS)] = _over_typical(own, best, mass)
     return (own + lift if design == "both" else own), columns
+
+
+def _over_typical(own: Vector, best: Vector, mass: Vector) -> Vector:
+    """How far each learned candidate's nearest past search stands above its own text, less what a
+    candidate typically shows for this query (the ``TYPICAL_PERCENTILE`` of that lift over the
+    ``TYPICAL_AMONG`` best candidates by their own text, a tool without history lifting nothing, as
+    do the missing ones of a catalog with fewer candidates), times its mass.
+
+    When a request's best candidates are mostly learned and their past searches all stand above
+    their texts (many siblings learned, the request near none of their past searches in
+    particular), a learned sibling gains nothing on the right tool that has no history yet, and
+    one whose past searches are no nearer than its text falls behind it; when few of them are
+    learned the typical lift is none and the column is the plain lift. Zero for every candidate
+    when no past search is nearer the query than its tool's own text."""
+    lift = np.where(mass > 0, np.maximum(best - own, 0.0), 0.0)
+    if not lift.any():
+        return np.zeros(len(own))
+    among = lift[np.argsort(-own, kind="stable")[:TYPICAL_AMONG]]
+    among = np.pad(among, (0, TYPICAL_AMONG - len(among)))  # fewer candidates: the rest lift nothing
+    typical = float(np.percentile(among, TYPICAL_PERCENTILE))
+    out: Vector = np.where(mass > 0, mass * (lift - typical), 0.0)
+    return out
 
 
 def pair_features(evidence: Evidence, slots: Slots, design: str = "views") -> Matrix:
