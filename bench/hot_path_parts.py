@@ -43,7 +43,6 @@ from overhead import _start_fixture  # noqa: E402
 from toolcrib.gateway.calls.execute import execute_tool  # noqa: E402
 from toolcrib.gateway.connections.manage import add_connection, spec_of  # noqa: E402
 from toolcrib.gateway.identity import members  # noqa: E402
-from toolcrib.gateway.identity.bearer import authenticate  # noqa: E402
 
 OUT = ROOT / "bench" / "out" / "hot_path_parts.json"
 Call = Callable[[], Awaitable[Any]]
@@ -102,13 +101,13 @@ async def run(calls: int) -> dict[str, Any]:
             async with open_gateway(settings_for(Path(tmp), semantic=False)) as gw:
                 _, token = await members.init_owner(gw.store, "owner")
                 await add_connection(gw, "desk", connector="Helpdesk", url=url, actor=OPERATOR)
-                principal = await authenticate(gw, token)
+                principal = await gw.bearers.authenticate(token)
                 session = gw.upstreams.session(spec_of(gw, gw.catalog.connections["desk"]))
                 arguments = {"message": "hello"}
                 figures["UpstreamSession.call_tool"] = await _cpu_ms(
                     lambda: session.call_tool("echo_message", arguments), calls
                 )
-                figures["authenticate"] = await _cpu_ms(lambda: authenticate(gw, token), calls)
+                figures["authenticate"] = await _cpu_ms(lambda: gw.bearers.authenticate(token), calls)
                 figures["execute_tool"] = await _cpu_ms(
                     lambda: execute_tool(gw, principal, tool="desk__echo_message", arguments=arguments), calls
                 )

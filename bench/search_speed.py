@@ -50,7 +50,6 @@ from toolcrib.gateway.connections.catalogs import forget_connection, sync_from_s
 from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.discovery.search import search_tools
 from toolcrib.gateway.identity import members
-from toolcrib.gateway.identity.bearer import authenticate
 from toolcrib.gateway.process import open_gateway
 from toolcrib.policy.classify import classify
 from toolcrib.search.semantic import doc_text
@@ -248,7 +247,7 @@ async def _sizes(
     gw: Gateway, base: Accounts, sizes: list[int], queries: list[str], rounds: int, history: int
 ) -> list[Any]:
     _, token = await members.init_owner(gw.store, "owner")
-    principal = await authenticate(gw, token)
+    principal = await gw.bearers.authenticate(token)
     results = []
     for size in sizes:
         accounts = _grown(base, size)
