@@ -185,7 +185,7 @@ def test_r5_12_a_request_far_from_every_past_search_is_decided_as_without_histor
 def _evidence(cosine: list[float], best: list[float], mass: list[float]) -> tuple[Evidence, np.ndarray]:
     n = len(cosine)
     zeros = np.zeros(n)
-    usage = Usage(best=np.array(best), mean=zeros, mass=np.array(mass), fit=zeros)
+    usage = Usage(best=np.array(best), mean=zeros, mass=np.array(mass), fit=zeros, centroid=zeros)
     evidence = Evidence(
         score=zeros,
         share=zeros,

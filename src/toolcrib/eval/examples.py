@@ -110,6 +110,7 @@ def _restricted_usage(usage: Usage, slots: np.ndarray) -> Usage:
         usage.mean[slots],
         usage.mass[slots],
         usage.fit[slots],
+        usage.centroid[slots],
     )
 
 

@@ -85,6 +85,8 @@ PAIR_FEATURES = (
     "usage_fitted_mid",
     "usage_fitted_high",
     "usage_typical",
+    "usage_centroid",
+    "usage_centroid_typical",
 )
 GATE_FEATURES = (
     "top",
@@ -107,6 +109,8 @@ GATE_FEATURES = (
     "usage_fitted_mid",
     "usage_fitted_high",
     "usage_typical",
+    "usage_centroid",
+    "usage_centroid_typical",
 )
 KNOTS = (0.45, 0.6, 0.75)
 """Where the usage columns' piecewise-linear reading of a past search's cosine bends (a basis, not
@@ -239,7 +243,7 @@ def _views(evidence: Evidence, slots: Slots, design: str) -> tuple[Vector, Matri
     nearest past search zero where no past search is nearer than the text. ``views`` adds the
     first to the cosine instead, and leaves the columns zero."""
     n = len(slots)
-    columns = np.zeros((n, 5 + 2 * len(KNOTS)))
+    columns = np.zeros((n, 7 + 2 * len(KNOTS)))
     if evidence.cosine is None:
         return np.zeros(n), columns
     own = evidence.cosine[slots]
@@ -267,6 +271,11 @@ def _views(evidence: Evidence, slots: Slots, design: str) -> tuple[Vector, Matri
     for i, knot in enumerate(KNOTS):
         columns[:, 4 + len(KNOTS) + i] = (lift > 0) * mass * np.maximum(best + short - knot, 0.0)
     columns[:, 4 + 2 * len(KNOTS)] = _over_typical(own, best, mass)
+    # the same of where its past searches point together (read only where one of them is nearer
+    # the query than the text, as every usage column)
+    centre = np.where(lift > 0, usage.centroid[slots], own)
+    columns[:, 5 + 2 * len(KNOTS)] = mass * np.maximum(centre - own, 0.0)
+    columns[:, 6 + 2 * len(KNOTS)] = _over_typical(own, centre, mass)
     return (own + lift if design == "both" else own), columns
 
 

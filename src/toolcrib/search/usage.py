@@ -14,6 +14,9 @@ it, however many searches they make, so nobody can steer everyone's search. Agai
   the tool; the ranker weighs it by the mass, ``gate._views``);
 * ``mean``: the cosine to the weighted mean of its past searches, times the mass (it only chooses
   which tools' past searches are read at all);
+* ``centroid``: the cosine to where the tool's past searches point together (their weighted mean as
+  a unit vector): with a few past searches of one tool, a better guide to its next request than
+  the nearest one alone (#31);
 * ``fit``: how near the tool's past searches are, on average, to the tool's own text (the weighted
   mean's cosine to it). A request that is a paraphrase of a past search fits the tool's text
   about as well as its past searches did; a request for a sibling, or for no tool, that happens
@@ -21,7 +24,7 @@ it, however many searches they make, so nobody can steer everyone's search. Agai
 
 A tool without examples has zeros: neutral evidence, which the fitted models read as "nothing
 learned". ``mean`` is one matrix product over the tools that have examples (as cheap as the
-meaning channel); ``best`` is computed only for the candidates (``pool``), so a catalog with
+meaning channel); ``best`` and ``centroid`` are computed only for the candidates (``pool``), so a catalog with
 64 examples for each of 10,000 tools does not multiply the query by 640,000 vectors.
 
 The examples are kept as float32: as float16 they took half the memory, but converting the
@@ -85,6 +88,7 @@ class Usage:
     mean: Vector  # cosine to the weighted mean of past searches x mass
     mass: Vector  # how much evidence the tool has, in [0, 1]
     fit: Vector  # mean cosine of the tool's past searches to its own text (pool slots only)
+    centroid: Vector  # cosine to the unit weighted mean of its past searches (pool slots only)
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +96,7 @@ class _Tool:
     rows: Matrix  # (examples, dimensions)
     mean: Matrix  # weighted mean of the rows (not normalized: q . mean is the weighted mean cosine)
     mass: float
+    centre: Matrix  # the mean as a unit vector: where the past searches point together
 
 
 class UsageChannel:
@@ -187,16 +192,17 @@ class UsageChannel:
         the other channels and the best by ``mean``). ``texts`` holds each slot's own text's unit
         vector; without it ``fit`` stays zero."""
         mean, mass = self.means(vector, slot_of, size, layout)
-        best, fit = np.zeros(size), np.zeros(size)
+        best, fit, centroid = np.zeros(size), np.zeros(size), np.zeros(size)
         for slot in pool(mean).tolist():
             if mass[slot] <= 0:
                 continue
             tool = self._tools.get(name_of(slot))
             if tool is not None:
                 best[slot] = round(float((tool.rows @ vector).max()), 6)
+                centroid[slot] = round(float(tool.centre @ vector), 6)
                 if texts is not None and slot < len(texts):
                     fit[slot] = round(float(tool.mean @ texts[slot]), 6)
-        return Usage(best=best, mean=mean, mass=mass, fit=fit)
+        return Usage(best=best, mean=mean, mass=mass, fit=fit, centroid=centroid)
 
 
 def _bounded(past: Sequence[PastSearch]) -> tuple[PastSearch, ...]:
@@ -225,4 +231,5 @@ def _summarize(past: tuple[PastSearch, ...], now: float) -> _Tool:
     )
     mean = (share[:, None] * rows).sum(axis=0) / max(float(share.sum()), 1e-12)
     mass = min(1.0, sum(capped.values()) / FULL_WEIGHT)
-    return _Tool(np.ascontiguousarray(rows), mean.astype(np.float32), mass)
+    centre = mean / max(float(np.linalg.norm(mean)), 1e-12)
+    return _Tool(np.ascontiguousarray(rows), mean.astype(np.float32), mass, centre.astype(np.float32))
