@@ -111,6 +111,26 @@ def test_r5_12_a_tools_fit_is_how_near_its_past_searches_are_to_its_own_text() -
     assert blind.fit[0] == 0.0
 
 
+def test_r5_12_a_tools_centroid_is_where_its_past_searches_point_together() -> None:
+    """#31: the cosine to the unit mean of a tool's past searches (weighted as the evidence is),
+    read beside the nearest one: a request between two past searches is nearer their centroid
+    than either of them; a tool without past searches has none."""
+    channel = UsageChannel()
+    first, second = _unit(1), _unit(2)
+    channel.learn("a__t", [PastSearch(first, "ann", 0.0), PastSearch(second, "bob", 0.0)], now=0.0)
+    between = (first + second) / np.linalg.norm(first + second)
+    usage = channel.evidence(
+        between.astype(np.float32),
+        {"a__t": 0, "a__u": 1},
+        ["a__t", "a__u"].__getitem__,
+        2,
+        lambda m: np.arange(2),
+    )
+    assert usage.centroid[0] == pytest.approx(1.0, abs=1e-5)
+    assert usage.centroid[0] > usage.best[0]
+    assert usage.centroid[1] == 0.0
+
+
 @pytest.fixture(scope="module")
 def index() -> SearchIndex:
     encoder, reason = load_encoder()
