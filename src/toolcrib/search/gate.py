@@ -270,20 +270,22 @@ def _views(evidence: Evidence, slots: Slots, design: str) -> tuple[Vector, Matri
     columns[:, 3 + len(KNOTS)] = mass * short
     for i, knot in enumerate(KNOTS):
         columns[:, 4 + len(KNOTS) + i] = (lift > 0) * mass * np.maximum(best + short - knot, 0.0)
-    columns[:, 4 + 2 * len(KNOTS)] = _over_typical(own, best, mass)
+    among = np.argsort(-own, kind="stable")[:TYPICAL_AMONG]
+    columns[:, 4 + 2 * len(KNOTS)] = _over_typical(own, best, mass, among)
     # the same of where its past searches point together (read only where one of them is nearer
     # the query than the text, as every usage column)
     centre = np.where(lift > 0, usage.centroid[slots], own)
     columns[:, 5 + 2 * len(KNOTS)] = mass * np.maximum(centre - own, 0.0)
-    columns[:, 6 + 2 * len(KNOTS)] = _over_typical(own, centre, mass)
+    columns[:, 6 + 2 * len(KNOTS)] = _over_typical(own, centre, mass, among)
     return (own + lift if design == "both" else own), columns
 
 
-def _over_typical(own: Vector, best: Vector, mass: Vector) -> Vector:
+def _over_typical(own: Vector, best: Vector, mass: Vector, among: Slots) -> Vector:
     """How far each learned candidate's nearest past search stands above its own text, less what a
     candidate typically shows for this query (the ``TYPICAL_PERCENTILE`` of that lift over the
     ``TYPICAL_AMONG`` best candidates by their own text, a tool without history lifting nothing, as
-    do the missing ones of a catalog with fewer candidates), times its mass.
+    do the missing ones of a catalog with fewer candidates), times its mass. ``among``: those
+    best candidates' places in ``own``.
 
     When a request's best candidates are mostly learned and their past searches all stand above
     their texts (many siblings learned, the request near none of their past searches in
@@ -294,20 +296,26 @@ def _over_typical(own: Vector, best: Vector, mass: Vector) -> Vector:
     lift = np.where(mass > 0, np.maximum(best - own, 0.0), 0.0)
     if not lift.any():
         return np.zeros(len(own))
-    among = lift[np.argsort(-own, kind="stable")[:TYPICAL_AMONG]]
-    among = np.pad(among, (0, TYPICAL_AMONG - len(among)))  # fewer candidates: the rest lift nothing
-    typical = float(np.percentile(among, TYPICAL_PERCENTILE))
+    lifts = np.zeros(TYPICAL_AMONG)  # fewer candidates: the rest lift nothing
+    lifts[: len(among)] = lift[among]
+    lifts.sort()
+    at = TYPICAL_PERCENTILE / 100.0 * (TYPICAL_AMONG - 1)  # np.percentile's linear reading, inline
+    below = int(at)
+    typical = float(lifts[below] + (at - below) * (lifts[min(below + 1, TYPICAL_AMONG - 1)] - lifts[below]))
     out: Vector = np.where(mass > 0, mass * (lift - typical), 0.0)
     return out
 
 
-def pair_features(evidence: Evidence, slots: Slots, design: str = "views") -> Matrix:
-    """One row of ``PAIR_FEATURES`` per candidate slot (``design``: how usage is read, ``DESIGNS``)."""
+def pair_features(
+    evidence: Evidence, slots: Slots, design: str = "views", viewed: tuple[Vector, Matrix] | None = None
+) -> Matrix:
+    """One row of ``PAIR_FEATURES`` per candidate slot (``design``: how usage is read, ``DESIGNS``;
+    ``viewed``: ``_views`` of the same slots, when already read)."""
     n = len(slots)
     score = evidence.score[slots]
     best = float(score.max()) if n else 0.0
     share = evidence.share[slots]
-    cosine, usage = _views(evidence, slots, design)
+    cosine, usage = viewed if viewed is not None else _views(evidence, slots, design)
     if evidence.cosine is not None:
         gap = cosine - (float(cosine.max()) if n else 0.0)
         cosine_rank = _inverse_rank(cosine)
@@ -333,12 +341,19 @@ def pair_features(evidence: Evidence, slots: Slots, design: str = "views") -> Ma
     return np.hstack([np.stack(columns, axis=1), usage])
 
 
-def gate_features(evidence: Evidence, slots: Slots, scored: Vector, design: str = "views") -> Vector:
-    """``GATE_FEATURES`` of one query: ``scored`` is the scorer's score of each of ``slots``."""
+def gate_features(
+    evidence: Evidence,
+    slots: Slots,
+    scored: Vector,
+    design: str = "views",
+    viewed: tuple[Vector, Matrix] | None = None,
+) -> Vector:
+    """``GATE_FEATURES`` of one query: ``scored`` is the scorer's score of each of ``slots``
+    (``viewed`` as for ``pair_features``)."""
     order = np.argsort(-scored, kind="stable")
     top = float(scored[order[0]])
     margin = top - float(scored[order[1]]) if len(order) > 1 else 4.0
-    views, usage = _views(evidence, slots, design)
+    views, usage = viewed if viewed is not None else _views(evidence, slots, design)
     if evidence.cosine is not None:
         cosine = np.sort(views)[::-1]
         cosine_max = float(cosine[0])
@@ -432,9 +447,10 @@ class FittedGate:
         slots = candidates(evidence)
         if not len(slots):
             return None
-        features = pair_features(evidence, slots, self.design)
+        viewed = _views(evidence, slots, self.design)
+        features = pair_features(evidence, slots, self.design, viewed)
         scored = self.scorer.logit(features)
-        gate = gate_features(evidence, slots, scored, self.design)
+        gate = gate_features(evidence, slots, scored, self.design, viewed)
         probability = _sigmoid(float(self.gate.logit(gate)))
         ranked = self.ranker.logit(features)
         order = np.argsort(-ranked, kind="stable")
