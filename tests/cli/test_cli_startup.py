@@ -120,6 +120,41 @@ def test_a_command_builds_its_own_group_only_and_not_the_operation_table(db_url:
     ) == set()
 
 
+GATEWAY_WORLD = (
+    "toolcrib.gateway.core",
+    "toolcrib.gateway.process",
+    "toolcrib.gateway.live_catalog",
+    "toolcrib.gateway.connections.manage",
+    "toolcrib.gateway.connections.catalogs",
+    "toolcrib.gateway.connections.upstream_oauth",
+    "toolcrib.gateway.audit.delivery",
+    "toolcrib.gateway.audit.sinks",
+    "toolcrib.gateway.discovery.meaning",
+    "toolcrib.gateway.discovery.examples",
+    "toolcrib.gateway.governance.buckets",
+    "toolcrib.gateway.identity.bearer",
+    "toolcrib.upstream.supervisor",
+    "toolcrib.store.leases",
+    "toolcrib.store.instances",
+)
+"""The gateway and what it composes: the catalogs, the sessions' supervisor, the audit deliverer
+and its sinks, the index and meaning, learned examples, rate-limit buckets, bearer checks."""
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["connections", "list"], ["members", "list"], ["tokens", "list"], ["limits", "list"]],
+    ids=" ".join,
+)
+def test_a_command_that_only_reads_the_store_opens_no_gateway(db_url: str, command: list[str]) -> None:
+    """#33: such a command opens the store and the policy snapshot alone (``gateway.reading``):
+    none of the gateway's world is imported, only to be left unused by a read."""
+    report, done = probed(db_url, command)
+    assert report["exit"] == 0, done.stderr[-2000:]
+    assert "toolcrib.gateway.reading" in report["modules"]  # the probe sees the read path's modules
+    assert sorted(set(GATEWAY_WORLD) & set(report["modules"])) == []
+
+
 def test_a_command_that_prints_json_loads_none_of_the_heavy_packages(db_url: str) -> None:
     report, done = probed(db_url, ["connections", "list", "--json"])
     assert (report["exit"], report["loaded"]) == (0, []), done.stderr[-2000:]
