@@ -33,7 +33,7 @@ HEAVY = (
 """Packages a one-shot command that reaches no upstream never loads (rich: only to print a table)."""
 
 PROBE = f"""
-import json, sys
+import gc, json, sys
 sys.argv = ["toolcrib", *sys.argv[1:]]
 from toolcrib.cli.main import app
 try:
@@ -45,7 +45,8 @@ else:
 loaded = sorted({{name.split(".")[0] for name in sys.modules}} & {set(HEAVY)!r})
 own = sorted(name for name in sys.modules if name.startswith("toolcrib."))
 layers = sorted({{name.split(".")[1] for name in own}})
-print(json.dumps({{"exit": code, "loaded": loaded, "layers": layers, "modules": own}}), file=sys.stderr)
+report = {{"exit": code, "loaded": loaded, "layers": layers, "modules": own, "frozen": gc.get_freeze_count()}}
+print(json.dumps(report), file=sys.stderr)
 """
 
 
@@ -153,6 +154,14 @@ def test_a_command_that_only_reads_the_store_opens_no_gateway(db_url: str, comma
     assert report["exit"] == 0, done.stderr[-2000:]
     assert "toolcrib.gateway.reading" in report["modules"]  # the probe sees the read path's modules
     assert sorted(set(GATEWAY_WORLD) & set(report["modules"])) == []
+
+
+def test_a_command_run_as_a_program_leaves_what_it_made_out_of_the_exit_collection(db_url: str) -> None:
+    """#33: once ``toolcrib`` (the program, ``app()``) has run its command, the objects it made are
+    frozen out of the garbage collector, so the interpreter's exit does not walk them all again."""
+    report, done = probed(db_url, ["connections", "list"])
+    assert report["exit"] == 0, done.stderr[-2000:]
+    assert report["frozen"] > 10_000  # the modules, the commands, the rows: all of them
 
 
 def test_a_command_that_prints_json_loads_none_of_the_heavy_packages(db_url: str) -> None:
