@@ -154,6 +154,8 @@ def test_a_command_that_only_reads_the_store_opens_no_gateway(db_url: str, comma
     assert report["exit"] == 0, done.stderr[-2000:]
     assert "toolcrib.gateway.reading" in report["modules"]  # the probe sees the read path's modules
     assert sorted(set(GATEWAY_WORLD) & set(report["modules"])) == []
+    if command != ["tokens", "list"]:  # which lists each grant with its OAuth details
+        assert {"toolcrib.store.oauth_server", "toolcrib.store.idp_vouches"} & set(report["modules"]) == set()
 
 
 def test_a_command_run_as_a_program_leaves_what_it_made_out_of_the_exit_collection(db_url: str) -> None:
