@@ -3,8 +3,8 @@
 Each command is run several times as a real process; the table and bench/out/cli.json give the
 median and the minimum wall time of each, and the ratio of ``--help`` to bare Python (the machine's
 load moves both alike). Also measured: ``toolcrib --version``, ``toolcrib connections --help``, and
-``toolcrib connections list``: a one-shot command that opens the gateway on a SQLite file (made by
-``toolcrib init`` first, in a temporary folder) and reaches no upstream.
+``toolcrib connections list``: a one-shot command that opens the organization's store on a SQLite
+file (made by ``toolcrib init`` first, in a temporary folder) and reaches no upstream.
 
 Its baseline (#33) is importing SQLAlchemy's async engine and aiosqlite alone, the database layer
 any such command needs: ``connections list`` should take at most 1.8 times as long. Beside it, the
@@ -58,7 +58,7 @@ COMMANDS = {
     FLOOR: [sys.executable, "-c", SQLITE_FLOOR],
 }
 ONE_SHOT = ("toolcrib connections list",)
-"""Commands that open the gateway: run with ``--database`` naming the bench's own SQLite file."""
+"""Commands that open the organization: run with ``--database`` naming the bench's own SQLite file."""
 TARGET = 1.8
 """#33: a one-shot command within this many times its baseline."""
 AGAINST = "toolcrib connections list, --against's tree"

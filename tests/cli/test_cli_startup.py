@@ -33,7 +33,7 @@ HEAVY = (
 """Packages a one-shot command that reaches no upstream never loads (rich: only to print a table)."""
 
 PROBE = f"""
-import json, sys
+import gc, json, sys
 sys.argv = ["toolcrib", *sys.argv[1:]]
 from toolcrib.cli.main import app
 try:
@@ -45,7 +45,8 @@ else:
 loaded = sorted({{name.split(".")[0] for name in sys.modules}} & {set(HEAVY)!r})
 own = sorted(name for name in sys.modules if name.startswith("toolcrib."))
 layers = sorted({{name.split(".")[1] for name in own}})
-print(json.dumps({{"exit": code, "loaded": loaded, "layers": layers, "modules": own}}), file=sys.stderr)
+report = {{"exit": code, "loaded": loaded, "layers": layers, "modules": own, "frozen": gc.get_freeze_count()}}
+print(json.dumps(report), file=sys.stderr)
 """
 
 
@@ -118,6 +119,51 @@ def test_a_command_builds_its_own_group_only_and_not_the_operation_table(db_url:
     assert {"toolcrib.operations", "toolcrib.cli.approvals", "toolcrib.cli.eval"} & set(
         report["modules"]
     ) == set()
+
+
+GATEWAY_WORLD = (
+    "toolcrib.gateway.core",
+    "toolcrib.gateway.process",
+    "toolcrib.gateway.live_catalog",
+    "toolcrib.gateway.connections.manage",
+    "toolcrib.gateway.connections.catalogs",
+    "toolcrib.gateway.connections.upstream_oauth",
+    "toolcrib.gateway.audit.delivery",
+    "toolcrib.gateway.audit.sinks",
+    "toolcrib.gateway.discovery.meaning",
+    "toolcrib.gateway.discovery.examples",
+    "toolcrib.gateway.governance.buckets",
+    "toolcrib.gateway.identity.bearer",
+    "toolcrib.upstream.supervisor",
+    "toolcrib.store.leases",
+    "toolcrib.store.instances",
+)
+"""The gateway and what it composes: the catalogs, the sessions' supervisor, the audit deliverer
+and its sinks, the index and meaning, learned examples, rate-limit buckets, bearer checks."""
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["connections", "list"], ["members", "list"], ["tokens", "list"], ["limits", "list"]],
+    ids=" ".join,
+)
+def test_a_command_that_only_reads_the_store_opens_no_gateway(db_url: str, command: list[str]) -> None:
+    """#33: such a command opens the store and the policy snapshot alone (``gateway.reading``):
+    none of the gateway's world is imported, only to be left unused by a read."""
+    report, done = probed(db_url, command)
+    assert report["exit"] == 0, done.stderr[-2000:]
+    assert "toolcrib.gateway.reading" in report["modules"]  # the probe sees the read path's modules
+    assert sorted(set(GATEWAY_WORLD) & set(report["modules"])) == []
+    if command != ["tokens", "list"]:  # which lists each grant with its OAuth details
+        assert {"toolcrib.store.oauth_server", "toolcrib.store.idp_vouches"} & set(report["modules"]) == set()
+
+
+def test_a_command_run_as_a_program_leaves_what_it_made_out_of_the_exit_collection(db_url: str) -> None:
+    """#33: once ``toolcrib`` (the program, ``app()``) has run its command, the objects it made are
+    frozen out of the garbage collector, so the interpreter's exit does not walk them all again."""
+    report, done = probed(db_url, ["connections", "list"])
+    assert report["exit"] == 0, done.stderr[-2000:]
+    assert report["frozen"] > 10_000  # the modules, the commands, the rows: all of them
 
 
 def test_a_command_that_prints_json_loads_none_of_the_heavy_packages(db_url: str) -> None:

@@ -50,7 +50,7 @@ ESTABLISH_WHO_CALLS: dict[tuple[str, str], str] = {
 }
 URL_HELPERS: dict[tuple[str, str], str] = {
     (
-        "connections.manage",
+        "connections.shown",
         "secrets_of",
     ): "names the values a call's free text is redacted of; acts on nothing",
     ("connections.oauth_binding", "start_link"): "spells a link from a token; acts on nothing",

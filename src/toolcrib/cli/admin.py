@@ -18,6 +18,7 @@ from toolcrib.cli.common import (
     err_console,
     escape,
     fail,
+    read_as_operator,
     run_as_operator,
 )
 from toolcrib.errors import ConfigError, ConnectionInactive, InBandError, InvalidArguments
@@ -25,6 +26,7 @@ from toolcrib.errors import ConfigError, ConnectionInactive, InBandError, Invali
 if TYPE_CHECKING:  # each command imports the gateway itself, so that `--help` does not (#13)
     from toolcrib.gateway.audit.entries import AuditFilter
     from toolcrib.gateway.core import Gateway
+    from toolcrib.gateway.reading import Reading
     from toolcrib.policy.gates import Principal
 
 __all__ = [
@@ -250,13 +252,13 @@ def _exit_unless_active(view: dict[str, Any], as_json: bool) -> None:
 @connections_app.command("list")
 def connections_list(database: str | None = DatabaseOption, as_json: bool = JsonOption) -> None:
     """Connections with status, reason and tool count."""
-    from toolcrib.gateway.connections import manage as connections
+    from toolcrib.gateway.connections import shown
 
-    async def work(gw: Gateway, op: Principal) -> list[dict[str, Any]]:
-        return [connections.connection_view(r) for r in await connections.list_connections(gw, op)]
+    async def work(reading: Reading, op: Principal) -> list[dict[str, Any]]:
+        return [shown.connection_view(r) for r in await shown.read_connections(reading, op)]
 
     emit(
-        run_as_operator(database, work, reads_store=True),
+        read_as_operator(database, work),
         as_json,
         columns=["name", "connector", "status", "tools", "reason", "target"],
     )
@@ -314,10 +316,10 @@ def members_list(database: str | None = DatabaseOption, as_json: bool = JsonOpti
     """Members with role and status."""
     from toolcrib.gateway.identity import members
 
-    async def work(gw: Gateway, op: Principal) -> list[dict[str, Any]]:
-        return [members.member_view(m) for m in await members.list_members(gw.store, op)]
+    async def work(reading: Reading, op: Principal) -> list[dict[str, Any]]:
+        return [members.member_view(m) for m in await members.list_members(reading.store, op)]
 
-    emit(run_as_operator(database, work, reads_store=True), as_json, columns=["name", "role", "status"])
+    emit(read_as_operator(database, work), as_json, columns=["name", "role", "status"])
 
 
 @members_app.command("set-role")
@@ -395,11 +397,11 @@ def tokens_list(
 
     _check("grants", "list", member=member)
 
-    async def work(gw: Gateway, op: Principal) -> list[dict[str, Any]]:
-        return [members.grant_view(g) for g in await members.list_tokens(gw.store, member, actor=op)]
+    async def work(reading: Reading, op: Principal) -> list[dict[str, Any]]:
+        return [members.grant_view(g) for g in await members.list_tokens(reading.store, member, actor=op)]
 
     emit(
-        run_as_operator(database, work, reads_store=True),
+        read_as_operator(database, work),
         as_json,
         columns=["id", "member", "scopes", "expires_at", "revoked"],
     )

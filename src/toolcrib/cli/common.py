@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # the gateway and the settings are imported by the commands t
     from rich.console import Console
 
     from toolcrib.gateway.core import Gateway
+    from toolcrib.gateway.reading import Reading
     from toolcrib.policy.gates import Principal
     from toolcrib.settings import Settings
 
@@ -33,8 +34,10 @@ __all__ = [
     "escape",
     "fail",
     "iso_time",
+    "read_as_operator",
     "run_as_operator",
     "run_gateway",
+    "run_reading",
     "settings_for",
 ]
 
@@ -96,6 +99,17 @@ def run_as_operator(
     return run_gateway(database, as_operator, **options)
 
 
+def read_as_operator(database: str | None, work: Callable[[Reading, Principal], Awaitable[T]]) -> T:
+    """``run_reading``, acting as the host's operator (as :func:`run_as_operator` does)."""
+
+    async def as_operator(reading: Reading) -> T:
+        from toolcrib.gateway.identity.members import operator_principal
+
+        return await work(reading, await operator_principal(reading.store))
+
+    return run_reading(database, as_operator)
+
+
 def call_operation(
     database: str | None, key: str, arguments: dict[str, Any], *, as_member: str | None = None
 ) -> Any:
@@ -119,28 +133,45 @@ def run_gateway(
     work: Callable[[Gateway], Awaitable[T]],
     *,
     meaning: bool = False,
-    reads_store: bool = False,
     **overrides: Any,
 ) -> T:
     """Open the gateway (migrating the database), run ``work``, close; errors exit 1 with a message.
 
     Only a command that searches (``meaning=True``) loads the meaning channel's model (about a
     second); the others leave tool vectors to the serving gateways, which encode them once.
-    ``reads_store``: ``work`` only reads the store (no catalog, index or upstream session of the
-    gateway), so the gateway opens with ``open_to_read``: no background task, nothing loaded.
+    A command whose work only reads the store opens no gateway: :func:`run_reading`.
     """
-    import anyio
-
-    from toolcrib.gateway.process import open_gateway, open_to_read
+    from toolcrib.gateway.process import open_gateway
 
     if not meaning:
         overrides["semantic"] = False
     settings = settings_for(database, **overrides)
 
     async def main() -> T:
-        opened = open_to_read(settings) if reads_store else open_gateway(settings, follow_changes=False)
-        async with opened as gw:
+        async with open_gateway(settings, follow_changes=False) as gw:
             return await work(gw)
+
+    return _run(main)
+
+
+def run_reading(database: str | None, work: Callable[[Reading], Awaitable[T]]) -> T:
+    """``run_gateway`` of a command whose ``work`` only reads the store (no catalog, index or
+    upstream session): the store opened and checked as a gateway opens it, and the policy
+    snapshot, with ``reading.open_to_read``; no gateway, no background task, nothing loaded (#33)."""
+    from toolcrib.gateway.reading import open_to_read
+
+    settings = settings_for(database, semantic=False)
+
+    async def main() -> T:
+        async with open_to_read(settings) as reading:
+            return await work(reading)
+
+    return _run(main)
+
+
+def _run(main: Callable[[], Awaitable[T]]) -> T:
+    """Run ``main`` in its own event loop; errors exit 1 with a message."""
+    import anyio
 
     # A command is its own server side: an incident's traceback goes to its stderr under the id the
     # error line names (``serve`` logs through its own logging set-up instead).

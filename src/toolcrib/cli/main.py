@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 from typing import TYPE_CHECKING, Any
@@ -17,11 +18,29 @@ from toolcrib.errors import InBandError, InvalidArguments
 if TYPE_CHECKING:  # imported by the commands that run a gateway, never by `--help` (#13)
     from toolcrib.gateway.core import Gateway
 
-__all__ = ["app"]
+__all__ = ["Program", "app"]
 
-app = typer.Typer(
-    cls=LazyRoot, no_args_is_help=True, help="toolcrib: one MCP endpoint for a whole organization."
-)
+
+class Program(typer.Typer):
+    """``toolcrib`` run as a program: the ``toolcrib`` script and ``python -m toolcrib.cli`` call
+    it (typer's ``CliRunner`` runs its command instead, in a process that goes on).
+
+    When the command has finished, every object the process made (the modules, the commands, the
+    engine, the rows) is frozen out of the garbage collector (``gc.freeze``): the interpreter's
+    exit then deallocates what it deallocates, but its full collections no longer walk all of them
+    to find the few cycles the operating system frees anyway: ~0.14 s of the 0.56 s of
+    ``toolcrib connections list`` was that walk (#33). Nothing of the command's work or output
+    changes: it has run and printed, and the ``atexit`` handlers still run (flushing the logs).
+    """
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().__call__(*args, **kwargs)
+        finally:
+            gc.freeze()
+
+
+app = Program(cls=LazyRoot, no_args_is_help=True, help="toolcrib: one MCP endpoint for a whole organization.")
 
 
 def _version() -> str:

@@ -11,11 +11,12 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from toolcrib.cli.common import DatabaseOption, JsonOption, console, emit, fail, run_gateway
+from toolcrib.cli.common import DatabaseOption, JsonOption, console, emit, fail, run_gateway, run_reading
 from toolcrib.errors import InBandError
 
 if TYPE_CHECKING:
     from toolcrib.gateway.core import Gateway
+    from toolcrib.gateway.reading import Reading
 
 __all__ = ["limits_app"]
 
@@ -66,11 +67,11 @@ def limits_list(database: str | None = DatabaseOption, as_json: bool = JsonOptio
     from toolcrib.gateway.governance import rate_limits
     from toolcrib.gateway.identity import members
 
-    async def work(gw: Gateway) -> list[dict[str, Any]]:
-        operator = await members.operator_principal(gw.store)
-        return [rate_limits.limit_view(r) for r in await rate_limits.list_limits(gw.policy, operator)]
+    async def work(reading: Reading) -> list[dict[str, Any]]:
+        operator = await members.operator_principal(reading.store)
+        return [rate_limits.limit_view(r) for r in await rate_limits.list_limits(reading.policy, operator)]
 
-    emit(run_gateway(database, work, reads_store=True), as_json, columns=_COLUMNS)
+    emit(run_reading(database, work), as_json, columns=_COLUMNS)
 
 
 @limits_app.command("remove")

@@ -16,7 +16,6 @@ import os
 import socket
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from toolcrib.addresses import AddressPolicy
@@ -31,7 +30,7 @@ from toolcrib.gateway.governance.buckets import buckets_for
 from toolcrib.gateway.identity.bearer import Bearers
 from toolcrib.gateway.live_catalog import LiveCatalog
 from toolcrib.gateway.policy_cache import PolicyCache, PolicySnapshot
-from toolcrib.gateway.storage import Storage
+from toolcrib.gateway.storage import Storage, key_file
 from toolcrib.settings import Settings
 from toolcrib.store import outbox as outbox_store
 from toolcrib.store.crypto import SecretBox, load_or_create_key
@@ -115,13 +114,6 @@ def _jwt_verifier(settings: Settings) -> JWTVerifier | None:
             jwks_url=settings.oauth_jwks_url or issuer + "/.well-known/jwks.json",
         )
     )
-
-
-def key_file(settings: Settings) -> Path:
-    """Where a generated secret key is kept: beside a SQLite database, else in ``.toolcrib`` here."""
-    path = settings.sqlite_path()
-    base = path.parent if path is not None else Path.cwd()
-    return base / ".toolcrib" / "secret.key"
 
 
 def ensure_key_file(settings: Settings) -> None:

@@ -4,9 +4,9 @@ tasks, and retire on exit.
 This is the one module that wires everything together (the upstream supervisor's callbacks to
 ``upstream_events``, the heartbeat and housekeeping, the audit stream's deliverer, the follower of
 other processes' changes), so that ``core`` stays the shared state and imports no use case. The
-faces (``toolcrib serve``, each command of the command line) open a gateway here: a command that
-only reads the store opens it with :func:`open_to_read`, which starts none of that. What only
-:func:`open_gateway` runs is imported when it runs (#33).
+faces (``toolcrib serve``, each command of the command line) open a gateway here; a command that
+only reads the store opens no gateway at all, but the store alone (``reading.open_to_read``). What
+only :func:`open_gateway` runs is imported when it runs (#33).
 """
 
 from __future__ import annotations
@@ -19,10 +19,9 @@ from typing import TYPE_CHECKING
 import anyio
 
 from toolcrib.addresses import AddressPolicy
-from toolcrib.gateway.core import Gateway, key_file
+from toolcrib.gateway.core import Gateway
+from toolcrib.gateway.storage import open_store
 from toolcrib.settings import Settings
-from toolcrib.store import keys as key_store
-from toolcrib.store.crypto import SecretBox, load_or_create_key
 from toolcrib.store.database import Database
 from toolcrib.upstream.supervisor import Upstreams
 
@@ -30,7 +29,7 @@ if TYPE_CHECKING:
     from toolcrib.gateway.discovery.meaning import Loader
     from toolcrib.upstream.spec import OAuthBinding, UpstreamSpec
 
-__all__ = ["open_gateway", "open_to_read"]
+__all__ = ["open_gateway"]
 
 
 @asynccontextmanager
@@ -58,7 +57,7 @@ async def open_gateway(
 
     db = Database(settings.database_url, busy_seconds=settings.store_busy_seconds)
     try:
-        box = await _open_store(db, settings)
+        box = await open_store(db, settings)
         meaning = await load_meaning(settings.semantic, load_encoder)
         gw = Gateway(settings, db, box, clock=clock, meaning=meaning, addresses=addresses)
         await _load(gw)
@@ -81,43 +80,6 @@ async def open_gateway(
                 gw.index.close()
     finally:
         await db.close()
-
-
-@asynccontextmanager
-async def open_to_read(
-    settings: Settings, *, clock: Callable[[], float] = time.time
-) -> AsyncIterator[Gateway]:
-    """The gateway of a command whose work only reads the store (``toolcrib connections list``).
-
-    The database is opened and migrated and the key checked as :func:`open_gateway` does, and the
-    work gets the same ``Gateway``; but this process registers no instance, recovers and purges
-    nothing, loads no catalog (``gw.connections``, ``gw.catalogs`` and the index stay empty), no
-    meaning model, and runs no heartbeat, housekeeping, audit deliverer or follower. Its upstream
-    supervisor is attached (a start link it holds is none: it ran no flow) and connects nowhere.
-    """
-    db = Database(settings.database_url, busy_seconds=settings.store_busy_seconds)
-    try:
-        box = await _open_store(db, settings)
-        gw = Gateway(settings, db, box, clock=clock)
-        try:
-            async with _supervisor(gw) as upstreams:
-                gw.attach(upstreams)
-                yield gw
-        finally:
-            if gw.bearers.verifier is not None:
-                await gw.bearers.verifier.aclose()
-            gw.index.close()
-    finally:
-        await db.close()
-
-
-async def _open_store(db: Database, settings: Settings) -> SecretBox:
-    """Migrate ``db``, and the sealing box of the key every process on it shares."""
-    await db.migrate()
-    key = load_or_create_key(settings.secret_key, key_file(settings))
-    box = SecretBox(key)  # a key that is no key is refused before its fingerprint is recorded
-    await key_store.check_key(db, key)  # one key for every process on this database
-    return box
 
 
 async def _load(gw: Gateway) -> None:

@@ -31,7 +31,8 @@ from toolcrib.gateway.audit import entries as audit
 from toolcrib.gateway.calls.call_secrets import CallSecrets, redacting_relay
 from toolcrib.gateway.calls.interaction import Interaction
 from toolcrib.gateway.calls.results import shape_and_store
-from toolcrib.gateway.connections.manage import secrets_of, shown_reason, spec_of
+from toolcrib.gateway.connections.manage import shown_reason, spec_of
+from toolcrib.gateway.connections.shown import secrets_of
 from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.discovery import learning
 from toolcrib.gateway.governance import approvals, rate_limits, reach

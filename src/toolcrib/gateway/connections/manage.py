@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
 
 import anyio
@@ -21,12 +20,20 @@ from toolcrib.errors import (
     Restricted,
     UpstreamAuthFailed,
 )
-from toolcrib.gateway.calls.shaping import redact_text
 from toolcrib.gateway.connections import upstream_oauth as oauth
 from toolcrib.gateway.connections.catalogs import forget_connection, install_catalog, reinstall, syncing
-from toolcrib.gateway.connections.definition import Definition, check_definition, malformed
+from toolcrib.gateway.connections.definition import Definition, check_definition
 from toolcrib.gateway.connections.oauth_binding import link_for
-from toolcrib.gateway.connections.url_secrets import connect_url, public_url, sealed_url, url_secret_values
+from toolcrib.gateway.connections.shown import (
+    broken,
+    connection_view,
+    reachable,
+    redacted_reason,
+    scrubbed,
+    shown_as,
+    spec_from,
+)
+from toolcrib.gateway.connections.url_secrets import connect_url, public_url, sealed_url
 from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.governance import reach
 from toolcrib.gateway.live_catalog import SpecKey
@@ -44,7 +51,6 @@ __all__ = [
     "oauth_option",
     "refresh_connection",
     "remove_connection",
-    "secrets_of",
     "sync_connection",
     "update_connection",
 ]
@@ -290,23 +296,7 @@ def spec_of(gw: Gateway, row: ConnectionRow, member: str = "") -> UpstreamSpec:
 
 def _spec(gw: Gateway, row: ConnectionRow, member: str) -> UpstreamSpec:
     secrets: dict[str, Any] = gw.store.box.open(row.secrets) or {}
-    spec = UpstreamSpec(
-        name=row.name,
-        transport="stdio" if row.transport == "stdio" else "http",
-        command=tuple(row.command or ()),
-        url=connect_url(row.url, secrets),
-        env=dict(secrets.get("env") or {}),
-        headers=dict(secrets.get("headers") or {}),
-        oauth=oauth.binding_of(gw, row, member),
-    )
-    # Read at each use: OAuth's tokens change, and so do the secret frozen values (R-9.2).
-    return replace(spec, scrub=lambda text: redact_text(text, secrets_of(gw.policy, spec)))
-
-
-def secrets_of(policy_cache: PolicyCache, spec: UpstreamSpec) -> list[str]:
-    """What is redacted from a connection's results and free text (R-12.2, R-13.3): its own
-    credentials and the secret values frozen on its tools (R-9.2), as the gateway holds them now."""
-    return [*spec.secret_values(), *url_secret_values(spec.url), *policy_cache.frozen_secrets(spec.name)]
+    return scrubbed(spec_from(row, secrets, oauth.binding_of(gw, row, member)), gw.policy)
 
 
 async def sync_connection(gw: Gateway, name: str) -> ConnectionRow:
@@ -337,9 +327,9 @@ async def _sync(gw: Gateway, name: str) -> ConnectionRow:
     row = await store.get_connection(gw.store.db, name)
     if row is None:
         raise NotFound(f"no connection named {name!r}")
-    broken = _broken(row)
-    if broken is not None:  # nothing is started from a definition that cannot be sound
-        return await _failed(gw, name, "error", broken)
+    why = broken(row)
+    if why is not None:  # nothing is started from a definition that cannot be sound
+        return await _failed(gw, name, "error", why)
     if row.auth in oauth.MODES and not await oauth.has_grant(gw.store, name):  # a person must authorize it
         status = "pending" if row.status == "pending" else "needs_reauth"
         return await _failed(gw, name, status, oauth.UNAUTHORIZED)
@@ -387,50 +377,22 @@ async def _failed(gw: Gateway, name: str, status: str, reason: str) -> Connectio
     return fresh
 
 
-def _broken(row: ConnectionRow) -> str | None:
-    why = malformed(row.transport, row.command, row.url, row.connector)
-    if why is None:
-        return None
-    return f"the stored definition is malformed ({why}): remove the connection and add it again"
-
-
 def _shown(gw: Gateway, row: ConnectionRow, viewer: Principal) -> ConnectionRow:
-    """``row`` as ``viewer`` may read it (R-13.3).
-
-    A stdio command line is shown to owners only. The reason is redacted again on the way out, so
-    a row stored before reasons were redacted shows no secret either. A malformed row (R-13.1)
-    reads as ``error`` with a reason instead of breaking the listing. ``authorize_url`` is the
-    start link of an authorization ``viewer`` started, and nobody else's (R-13.6).
-    """
-    broken = _broken(row)
-    if broken is not None:
-        connector = row.connector if isinstance(row.connector, str) else "?"
-        return replace(row, connector=connector, command=None, url=None, status="error", reason=broken)
-    owner = viewer.role == "owner"
-    link = link_for(gw, row, viewer)
-    return replace(
-        row, reason=shown_reason(gw, row), command=row.command if owner else None, authorize_url=link
-    )
+    """``row`` as ``viewer`` may read it (R-13.3): :func:`~toolcrib.gateway.connections.shown.shown_as`
+    with this gateway's redaction and the start link of a flow it runs for ``viewer`` (R-13.6)."""
+    return shown_as(row, viewer, reason=lambda r: shown_reason(gw, r), link=lambda r: link_for(gw, r, viewer))
 
 
 def shown_reason(gw: Gateway, row: ConnectionRow) -> str | None:
     """The status reason of ``row`` as anyone may read it: redacted like its results (R-13.3), so a
     reason stored before reasons were redacted shows no secret either, on any path that shows it."""
-    if not row.reason:
-        return row.reason
-    try:
-        return spec_of(gw, row).redact(row.reason)
-    except ConfigError:  # the secrets cannot be opened with this key: credential shapes at least
-        return redact_text(row.reason, [])
+    return redacted_reason(row, lambda r: spec_of(gw, r))
 
 
 async def list_connections(gw: Gateway, principal: Principal) -> list[ConnectionRow]:
     """Every connection the caller may reach (the restriction resolver decides, R-8.4), as the
     caller may read it."""
-    require_operation(principal, "connections:read", "list")
-    rows = [_shown(gw, r, principal) for r in await store.list_connections(gw.store.db)]
-    rules = (await gw.policy.current()).rules
-    return [r for r in rows if reach.lists_connection(rules, principal, r)]
+    return await reachable(gw.store.db, gw.policy, principal, lambda r: _shown(gw, r, principal))
 
 
 async def get_connection(gw: Gateway, name: str, principal: Principal) -> ConnectionRow:
@@ -459,44 +421,3 @@ async def remove_connection(gw: Gateway, name: str, principal: Principal) -> Non
     if not await store.delete_connection(gw.store.db, name):
         raise NotFound(f"no connection named {name!r}")
     await forget_connection(gw, name)
-
-
-def connection_view(row: ConnectionRow) -> dict[str, Any]:
-    """What any read operation shows of a connection: never its credentials (R-13.3).
-
-    ``target`` is the URL without its userinfo, or the stdio command line when the row carries it
-    (rows read through this module carry it for owners only); otherwise ``None``.
-    """
-    broken = _broken(row)
-    command = row.command if broken is None else None
-    target = None
-    if row.transport == "http" and broken is None:  # a key in the query string is hidden too
-        target = redact_text(public_url(row.url or ""), [])
-    if row.transport == "stdio" and command:
-        target = " ".join(command)
-    return {
-        "name": row.name,
-        "connector": row.connector if isinstance(row.connector, str) else "?",
-        "transport": row.transport if row.transport in ("stdio", "http") else "?",
-        "target": target,
-        "status": "error" if broken else row.status,
-        "reason": broken or row.reason,
-        "tools": row.tool_count,
-        "auth": row.auth if broken is None else None,
-        "pinning": row.pinning,
-        "authorize_url": row.authorize_url if broken is None else None,  # the viewer's own link only
-        **_origin_view(row),
-    }
-
-
-def _origin_view(row: ConnectionRow) -> dict[str, Any]:
-    """The registry entry a connection was added from (R-13.9); nothing for one defined by hand."""
-    if not row.registry_name:
-        return {}
-    return {
-        "from_registry": {
-            "registry": row.registry,
-            "name": row.registry_name,
-            "version": row.registry_version,
-        }
-    }

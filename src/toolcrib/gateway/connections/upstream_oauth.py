@@ -23,6 +23,7 @@ from typing import Any
 from toolcrib.errors import NotFound
 from toolcrib.gateway.connections.catalogs import reinstall
 from toolcrib.gateway.connections.oauth_binding import digest, link_for
+from toolcrib.gateway.connections.shown import MODES, binding_from
 from toolcrib.gateway.connections.url_secrets import connect_url
 from toolcrib.gateway.core import Gateway, PolicySnapshot
 from toolcrib.gateway.governance import reach
@@ -44,8 +45,6 @@ __all__ = [
 
 _MAX_NOTICES = 3
 _NOTICE_BYTES = 1500  # of the 6,000 bytes of a search response (R-5.9): the cards keep the rest
-MODES = ("oauth", "oauth_member")
-"""``connections.auth`` of an OAuth connection: one shared grant, or one grant per member."""
 
 
 def binding_of(gw: Gateway, row: ConnectionRow, member: str = "") -> OAuthBinding | None:
@@ -56,20 +55,8 @@ def binding_of(gw: Gateway, row: ConnectionRow, member: str = "") -> OAuthBindin
         return None
     member = member if row.auth == "oauth_member" else ""
     secrets: dict[str, Any] = gw.store.box.open(row.secrets) or {}
-    conf: dict[str, str] = secrets.get("oauth") or {}
-    s = gw.settings
-    return OAuthBinding(
-        vault=_Vault(gw, row.name, member),
-        known=known_tokens(gw, row.name, member),
-        account=row.name,
-        member=member,
-        redirect_uri=s.upstream_oauth_redirect_uri,
-        client_id=conf.get("client_id"),
-        client_secret=conf.get("client_secret"),
-        scope=conf.get("scope"),
-        refresh_margin=s.upstream_oauth_refresh_margin_seconds,
-        pending_seconds=s.upstream_oauth_pending_seconds,
-    )
+    vault, known = _Vault(gw, row.name, member), known_tokens(gw, row.name, member)
+    return binding_from(gw.settings, row, member, secrets, vault=vault, known=known)
 
 
 def known_tokens(gw: Gateway, account: str, member: str) -> list[str]:

@@ -13,16 +13,18 @@ like a restriction, decides whether a call may run), through the same functions 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from toolcrib.auth.tokens import new_rule_id
 from toolcrib.errors import ConfigError, NotFound, RateLimited
-from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.policy_cache import PolicyCache
 from toolcrib.policy.gates import Principal, require_operation
 from toolcrib.policy.rate_limits import MAX_RULES, MINUTE, LimitRule, Refusal, spends, validate_limit
 from toolcrib.store import members as member_store
 from toolcrib.store import rate_limits as store
+
+if TYPE_CHECKING:  # a command that lists limits reads them without a gateway (#33)
+    from toolcrib.gateway.core import Gateway
 
 __all__ = ["check_call", "check_write", "describe", "limit_view", "list_limits", "remove_limit", "set_limit"]
 

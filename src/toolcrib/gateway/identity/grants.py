@@ -24,9 +24,7 @@ from toolcrib.policy.classify import classify_operation
 from toolcrib.policy.gates import Principal, require_operation, require_scope_for
 from toolcrib.policy.roles import has_permission
 from toolcrib.policy.scopes import SCOPES
-from toolcrib.store import idp_vouches
 from toolcrib.store import members as store
-from toolcrib.store import oauth_server as oauth_store
 from toolcrib.store.members import GrantRow
 
 __all__ = [
@@ -70,6 +68,8 @@ async def list_grants(
         if member not in (None, principal.member):
             raise PermissionRequired("members:read", "only your own grants without members:read")
         member = principal.member
+    from toolcrib.store import oauth_server as oauth_store  # the authorization server's rows (#33)
+
     rows = await store.list_grants(storage.db, member)
     extra = await oauth_store.grant_details(storage.db, [g.id for g in rows])
     return [grant_view(g, extra.get(g.id)) for g in rows]
@@ -90,6 +90,8 @@ async def revoke_grant(storage: Storage, principal: Principal, grant_id: str) ->
             raise PermissionRequired("owners:write", "only an owner can revoke an owner's grants")
     else:
         require_scope_for(principal, classify_operation("revoke"))
+    from toolcrib.store import oauth_server as oauth_store
+
     if grant is None or not await oauth_store.revoke_grant(storage.db, grant_id, storage.clock()):
         raise NotFound(f"no active grant {grant_id!r}")
 
@@ -97,6 +99,9 @@ async def revoke_grant(storage: Storage, principal: Principal, grant_id: str) ->
 async def revoke_all(storage: Storage, member: str) -> int:
     """Every grant of ``member``, refresh tokens and sessions included, at once (R-7.9); the
     identity provider's sealed refresh token of theirs is forgotten with them (R-7.11)."""
+    from toolcrib.store import idp_vouches
+    from toolcrib.store import oauth_server as oauth_store
+
     revoked = await oauth_store.revoke_member_grants(storage.db, member, storage.clock())
     await idp_vouches.forget_member(storage.db, member)
     return revoked

@@ -16,7 +16,8 @@ import logging
 from typing import Any
 
 from toolcrib.errors import InBandError, InvalidArguments
-from toolcrib.gateway.connections.manage import secrets_of, spec_of
+from toolcrib.gateway.connections.manage import spec_of
+from toolcrib.gateway.connections.shown import secrets_of
 from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.resources import access
 from toolcrib.gateway.resources.naming import (

@@ -22,7 +22,8 @@ from toolcrib.errors import ConnectionInactive, InBandError, InvalidArguments, N
 from toolcrib.gateway.audit import entries as audit
 from toolcrib.gateway.calls.results import without_protocol_meta
 from toolcrib.gateway.calls.shaping import Caps, redact_text
-from toolcrib.gateway.connections.manage import secrets_of, shown_reason, spec_of
+from toolcrib.gateway.connections.manage import shown_reason, spec_of
+from toolcrib.gateway.connections.shown import secrets_of
 from toolcrib.gateway.core import Gateway
 from toolcrib.gateway.resources import access
 from toolcrib.gateway.resources.naming import parse_gateway_uri, split_prompt_name, template_matches
