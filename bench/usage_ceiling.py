@@ -13,11 +13,16 @@ its nearest past search. Rankings compared, hit@1 and hit@3:
 - ``sum, unlearned imputed pNN``: ``cos + nn``, where a tool without history gets ``cos`` plus the
   NN-th percentile of ``nn - cos`` over the learned tools among the request's 20 best by ``cos``
   (the lift a learned tool typically shows for this request), so a learned tool wins only by a
-  lift above that.
+  lift above that;
+- ``centroid`` and ``nearest``: ``cen``, the cosine to the unit mean of the tool's past searches
+  (where they point together), and ``nn`` alone; ``cos + cen`` and ``cos + nn + cen`` (a tool
+  without history adds nothing: -1 for ``cen`` and ``nn`` alone).
 
-Each for (a) every tool has its history and (b) the right tool's history forgotten, every other
-tool keeping its own (the sibling case). Requests that need no tool are the gate's matter and are
-not measured here. Prints a table; writes bench/out/usage_ceiling.json.
+Each for (a) every tool has its history and (b) the right tool's history forgotten with about
+half of the other tools' (``eval.history.sibling_case``, as the fitting and ``bench/fit_gate.py``
+do: were every other tool to keep its own, the one tool without history would be the right one,
+and ranking the unlearned by imputation would be rewarded for that). Requests that need no tool
+are the gate's matter and are not measured here. Prints a table; writes bench/out/usage_ceiling.json.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from toolcrib.eval.history import sibling_case
 from toolcrib.search.semantic import load_encoder
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -51,10 +57,14 @@ def _imputed(cos: Any, nn: Any, learned: Any, pct: int) -> Any:
     return cos + np.where(learned, nn, cos + lift)
 
 
-def _rankings(cos: Any, nn: Any, learned: Any) -> dict[str, Any]:
+def _rankings(cos: Any, nn: Any, cen: Any, learned: Any) -> dict[str, Any]:
     found = {"cold": cos, "sum": cos + np.where(learned, nn, 0.0)}
     for pct in PERCENTILES:
         found[f"sum, unlearned imputed p{pct}"] = _imputed(cos, nn, learned, pct)
+    found["nearest"] = np.where(learned, nn, -1.0)
+    found["centroid"] = np.where(learned, cen, -1.0)
+    found["cos + cen"] = cos + np.where(learned, cen, 0.0)
+    found["cos + nn + cen"] = cos + np.where(learned, nn + cen, 0.0)
     return found
 
 
@@ -70,6 +80,7 @@ def main() -> None:
     queries = [json.loads(line) for line in (DATA / "queries_dev.jsonl").open()]
     queries = [q for q in queries if q["kind"] == "positive" and q["gold"]]
     index = {c["id"]: i for i, c in enumerate(catalog)}
+    ids = [c["id"] for c in catalog]
     tools = _unit(encoder.encode([f"{c['name']}: {c['description']}" for c in catalog]))
     asked = _unit(encoder.encode([q["query"] for q in queries]))
     gold = [index[q["gold"][0]] for q in queries]
@@ -91,19 +102,26 @@ def main() -> None:
         history, owner = asked[past], np.array(labels)
         learned = np.zeros(len(catalog), bool)
         learned[np.unique(owner)] = True
+        centres = np.zeros_like(tools)
+        np.add.at(centres, owner, history)
+        centres = centres / np.maximum(np.linalg.norm(centres, axis=1, keepdims=True), 1e-12)
         for i in (i for i, f in enumerate(folds) if f == fold):
             cos = tools @ asked[i]
             nn = np.full(len(catalog), -1.0)
             np.maximum.at(nn, owner, history @ asked[i])
+            cen = centres @ asked[i]
             siblings = learned.copy()
-            siblings[gold[i]] = False
+            forgotten = sibling_case(
+                queries[i]["qid"], [ids[gold[i]]], [ids[t] for t in np.flatnonzero(learned)]
+            )
+            siblings[[index[name] for name in forgotten]] = False
             for case, known in (("a", learned), ("b", siblings)):
-                for name, score in _rankings(cos, nn, known).items():
+                for name, score in _rankings(cos, nn, cen, known).items():
                     order = np.argsort(-score)
                     hits[(case, name, 1)] += int(order[0] == gold[i])
                     hits[(case, name, 3)] += int(gold[i] in order[:3])
     n = len(queries)
-    names = list(_rankings(np.zeros(1), np.zeros(1), np.ones(1, bool)))
+    names = list(_rankings(np.zeros(1), np.zeros(1), np.zeros(1), np.ones(1, bool)))
     rows = [
         {
             "ranking": name,
