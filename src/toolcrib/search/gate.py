@@ -42,6 +42,7 @@ __all__ = [
     "DESIGNS",
     "GATE_FEATURES",
     "PAIR_FEATURES",
+    "USAGE_FEATURES",
     "Decision",
     "Evidence",
     "FittedGate",
@@ -62,18 +63,7 @@ MIN_SPREAD = 0.05
 """Floor of the cosine spread a z-score divides by (a catalog of a few tools has almost none;
 over a real catalog it is 0.06-0.10)."""
 
-PAIR_FEATURES = (
-    "cosine",
-    "cosine_z",
-    "cosine_gap",
-    "cosine_rank",
-    "share",
-    "score_rel",
-    "lexical_rank",
-    "name_share",
-    "name_words",
-    "label",
-    "cosine_x_share",
+USAGE_FEATURES = (
     "usage_lift",
     "usage_over",
     "usage_apart",
@@ -88,6 +78,22 @@ PAIR_FEATURES = (
     "usage_centroid",
     "usage_centroid_typical",
 )
+"""The usage channel's columns of a candidate (``_views``, in this order; ``_low``, ``_mid`` and
+``_high`` above each of ``KNOTS``)."""
+PAIR_FEATURES = (
+    "cosine",
+    "cosine_z",
+    "cosine_gap",
+    "cosine_rank",
+    "share",
+    "score_rel",
+    "lexical_rank",
+    "name_share",
+    "name_words",
+    "label",
+    "cosine_x_share",
+    *USAGE_FEATURES,
+)
 GATE_FEATURES = (
     "top",
     "margin",
@@ -98,19 +104,8 @@ GATE_FEATURES = (
     "name_share_max",
     "terms",
     "unmatched",
-    "usage_lift_top",
-    "usage_over_max",
-    "usage_apart_max",
-    "usage_view_low",
-    "usage_view_mid",
-    "usage_view_high",
-    "usage_short",
-    "usage_fitted_low",
-    "usage_fitted_mid",
-    "usage_fitted_high",
-    "usage_typical",
-    "usage_centroid",
-    "usage_centroid_typical",
+    "usage_lift_top",  # the first usage column of the best-scored candidate
+    *(f"{name}_max" for name in USAGE_FEATURES[1:]),  # each other one's largest over the candidates
 )
 KNOTS = (0.45, 0.6, 0.75)
 """Where the usage columns' piecewise-linear reading of a past search's cosine bends (a basis, not
@@ -233,51 +228,55 @@ def _inverse_rank(values: Vector) -> Vector:
 
 
 def _views(evidence: Evidence, slots: Slots, design: str) -> tuple[Vector, Matrix]:
-    """The candidates' cosine as the models read it, and the usage columns.
+    """The candidates' cosine as the models read it, and the usage columns (``USAGE_FEATURES``).
 
     The columns: how far the nearest past search stands above the tool's own text, above the best
     own text of any candidate, above every other candidate's nearest past search, and above each
     of ``KNOTS``; how much worse the query fits the tool's own text than the tool's past searches
     do on average (``Usage.fit``), and the nearest past search docked by that, above each knot;
-    each times the tool's mass, so all zero where nothing is learned; all but the knots of the
+    the lift against what the best candidates typically show (``_over_typical``); and the lift of
+    where the past searches point together (``Usage.centroid``), plain and against the typical.
+    Each times the tool's mass, so all zero where nothing is learned; all but the knots of the
     nearest past search zero where no past search is nearer than the text. ``views`` adds the
     first to the cosine instead, and leaves the columns zero."""
     n = len(slots)
-    columns = np.zeros((n, 7 + 2 * len(KNOTS)))
+    none = np.zeros((n, len(USAGE_FEATURES)))
     if evidence.cosine is None:
-        return np.zeros(n), columns
+        return np.zeros(n), none
     own = evidence.cosine[slots]
     usage = evidence.usage
     if usage is None:
-        return own, columns
+        return own, none
     mass, best = usage.mass[slots], usage.best[slots]
     lift = mass * np.maximum(best - own, 0.0)
     if design == "views":
-        return own + lift, columns
-    columns[:, 0] = lift
-    columns[:, 1] = mass * np.maximum(best - (float(own.max()) if n else 0.0), 0.0)
+        return own + lift, none
     viewed = np.where(mass > 0, best, 0.0)
+    apart = np.zeros(n)
     if n > 1:  # how far it stands above every other candidate's nearest past search
         top = np.sort(viewed)[::-1]
-        columns[:, 2] = mass * np.maximum(viewed - np.where(viewed >= top[0], top[1], top[0]), 0.0)
-    for i, knot in enumerate(KNOTS):
-        columns[:, 3 + i] = mass * np.maximum(best - knot, 0.0)
+        apart = mass * np.maximum(viewed - np.where(viewed >= top[0], top[1], top[0]), 0.0)
     # how much worse the query fits the tool's own text than its past searches did (never above
     # zero): a paraphrase of a past search fits it as they do; a sibling's request or a no-tool one
     # that lies near a past search fits it worse. The knots again, on the nearest past search
     # docked by it.
     short = (lift > 0) * np.minimum(own - usage.fit[slots], 0.0)
-    columns[:, 3 + len(KNOTS)] = mass * short
-    for i, knot in enumerate(KNOTS):
-        columns[:, 4 + len(KNOTS) + i] = (lift > 0) * mass * np.maximum(best + short - knot, 0.0)
     among = np.argsort(-own, kind="stable")[:TYPICAL_AMONG]
-    columns[:, 4 + 2 * len(KNOTS)] = _over_typical(own, best, mass, among)
-    # the same of where its past searches point together (read only where one of them is nearer
-    # the query than the text, as every usage column)
+    # where its past searches point together, read only where one of them is nearer the query
+    # than the text, as every usage column
     centre = np.where(lift > 0, usage.centroid[slots], own)
-    columns[:, 5 + 2 * len(KNOTS)] = mass * np.maximum(centre - own, 0.0)
-    columns[:, 6 + 2 * len(KNOTS)] = _over_typical(own, centre, mass, among)
-    return (own + lift if design == "both" else own), columns
+    columns = [
+        lift,
+        mass * np.maximum(best - (float(own.max()) if n else 0.0), 0.0),
+        apart,
+        *(mass * np.maximum(best - knot, 0.0) for knot in KNOTS),
+        mass * short,
+        *((lift > 0) * mass * np.maximum(best + short - knot, 0.0) for knot in KNOTS),
+        _over_typical(own, best, mass, among),
+        mass * np.maximum(centre - own, 0.0),
+        _over_typical(own, centre, mass, among),
+    ]
+    return (own + lift if design == "both" else own), np.stack(columns, axis=1) if n else none
 
 
 def _over_typical(own: Vector, best: Vector, mass: Vector, among: Slots) -> Vector:
