@@ -14,7 +14,7 @@ the gateway under the same gates.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from toolcrib.gateway.calls.shaping import (
@@ -35,21 +35,7 @@ def shape_prompt(
 ) -> dict[str, Any]:
     """A ``prompts/get`` result of ``account``, redacted then capped, its messages' resources
     named by gateway URIs."""
-    out = {k: redact_value(v, secrets) for k, v in raw.items() if k != "messages"}
-    messages = raw.get("messages")
-    cut = False
-    if isinstance(messages, list):
-        cut = len(messages) > caps.max_items
-        shaped: list[Any] = []
-        for message in messages[: caps.max_items]:
-            if not isinstance(message, Mapping):
-                continue
-            block, block_cut = cap_block(redact_block(message.get("content"), secrets), caps)
-            (block,) = rewrite_links({"content": [block]}, account)["content"]
-            rest = {k: v for k, v in message.items() if k != "content"}
-            shaped.append({**redact_value(rest, secrets), "content": block})
-            cut = cut or block_cut
-        out["messages"] = shaped
+    out, cut = _shaped(raw, "messages", secrets, caps, lambda m: _message(m, account, secrets, caps))
     if isinstance(out.get("description"), str):
         out["description"], description_cut = cap_text(out["description"], caps)
         cut = cut or description_cut
@@ -61,19 +47,41 @@ def shape_contents(
 ) -> dict[str, Any]:
     """A ``resources/read`` result of ``account``: each entry redacted, capped, and named by its
     gateway URI."""
-    out = {k: redact_value(v, secrets) for k, v in raw.items() if k != "contents"}
-    contents = raw.get("contents")
-    cut = False
-    if isinstance(contents, list):
-        cut = len(contents) > caps.max_items
-        shaped: list[Any] = []
-        for entry in contents[: caps.max_items]:
-            if isinstance(entry, Mapping):
-                new, entry_cut = _entry(entry, account, secrets, caps)
-                shaped.append(new)
-                cut = cut or entry_cut
-        out["contents"] = shaped
+    out, cut = _shaped(raw, "contents", secrets, caps, lambda e: _entry(e, account, secrets, caps))
     return _marked(out) if cut else out
+
+
+def _shaped(
+    raw: Mapping[str, Any],
+    key: str,
+    secrets: Sequence[str],
+    caps: Caps,
+    one: Callable[[Mapping[str, Any]], tuple[dict[str, Any], bool]],
+) -> tuple[dict[str, Any], bool]:
+    """``raw`` redacted, its list ``key`` kept to the first ``caps.max_items`` entries, each shaped
+    by ``one`` (an entry that is not an object is left out); and whether anything was cut."""
+    out = {k: redact_value(v, secrets) for k, v in raw.items() if k != key}
+    items = raw.get(key)
+    cut = False
+    if isinstance(items, list):
+        cut = len(items) > caps.max_items
+        shaped: list[Any] = []
+        for item in items[: caps.max_items]:
+            if isinstance(item, Mapping):
+                new, item_cut = one(item)
+                shaped.append(new)
+                cut = cut or item_cut
+        out[key] = shaped
+    return out, cut
+
+
+def _message(
+    message: Mapping[str, Any], account: str, secrets: Sequence[str], caps: Caps
+) -> tuple[dict[str, Any], bool]:
+    block, cut = cap_block(redact_block(message.get("content"), secrets), caps)
+    (block,) = rewrite_links({"content": [block]}, account)["content"]
+    rest = {k: v for k, v in message.items() if k != "content"}
+    return {**redact_value(rest, secrets), "content": block}, cut
 
 
 def _entry(
@@ -96,9 +104,7 @@ def _entry(
     original = new.get("uri")  # redacted like the rest: a URI can hold a secret too
     if isinstance(original, str):
         new = _through_gateway(new, account, original)
-    if cut:
-        new["_meta"] = {**(new.get("_meta") or {}), TRUNCATED_KEY: True}
-    return new, cut
+    return (_marked(new) if cut else new), cut
 
 
 def _marked(out: dict[str, Any]) -> dict[str, Any]:
