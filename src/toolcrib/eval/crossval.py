@@ -60,8 +60,8 @@ def learning_curve(
 
     With history, a set's positive requests are searched twice: as they come (their right tool
     has its past searches, case a of #31) and with their right tools' past searches forgotten
-    while about half of the other tools keep their own (case b, under ``"siblings"``); its negatives are
-    searched with every tool's history present (case c)."""
+    while about half of the other tools keep their own (case b, under ``"siblings"``); its
+    negatives are searched with every tool's history present (case c)."""
     rankings: dict[int, dict[str, list[Ranking]]] = {lv: {spec.name: [] for spec in SETS} for lv in levels}
     siblings: dict[int, dict[str, list[Ranking]]] = {lv: {} for lv in levels}
     for k in range(folds):
@@ -80,7 +80,7 @@ def learning_curve(
                 rankings[level][spec.name] += run_set(spec, engines[spec.catalog], held, vectors)
                 if level and spec.kind != "none":
                     taught = learned.get(spec.catalog, {})
-                    found = _without_right(spec, engines[spec.catalog], held, vectors, taught)
+                    found = _in_sibling_case(spec, engines[spec.catalog], held, vectors, taught)
                     siblings[level].setdefault(spec.name, []).extend(found)
     for engine in engines.values():
         engine.index.forget()
@@ -92,7 +92,7 @@ def learning_curve(
     return out
 
 
-def _without_right(
+def _in_sibling_case(
     spec: EvalSet,
     engine: Engine,
     held: list[dict[str, Any]],

@@ -24,8 +24,8 @@ it, however many searches they make, so nobody can steer everyone's search. Agai
 
 A tool without examples has zeros: neutral evidence, which the fitted models read as "nothing
 learned". ``mean`` is one matrix product over the tools that have examples (as cheap as the
-meaning channel); ``best`` and ``centroid`` are computed only for the candidates (``pool``), so a catalog with
-64 examples for each of 10,000 tools does not multiply the query by 640,000 vectors.
+meaning channel); ``best`` and ``centroid`` are computed only for the candidates (``pool``), so a
+catalog with 64 examples for each of 10,000 tools does not multiply the query by 640,000 vectors.
 
 The examples are kept as float32: as float16 they took half the memory, but converting the
 candidates' examples back for every query cost more than the whole search without history at
@@ -96,7 +96,7 @@ class _Tool:
     rows: Matrix  # (examples, dimensions)
     mean: Matrix  # weighted mean of the rows (not normalized: q . mean is the weighted mean cosine)
     mass: float
-    centre: Matrix  # the mean as a unit vector: where the past searches point together
+    length: float  # the mean's length: q . mean / length is the cosine to where they point together
 
 
 class UsageChannel:
@@ -199,7 +199,7 @@ class UsageChannel:
             tool = self._tools.get(name_of(slot))
             if tool is not None:
                 best[slot] = round(float((tool.rows @ vector).max()), 6)
-                centroid[slot] = round(float(tool.centre @ vector), 6)
+                centroid[slot] = round(float(tool.mean @ vector) / tool.length, 6)
                 if texts is not None and slot < len(texts):
                     fit[slot] = round(float(tool.mean @ texts[slot]), 6)
         return Usage(best=best, mean=mean, mass=mass, fit=fit, centroid=centroid)
@@ -229,7 +229,6 @@ def _summarize(past: tuple[PastSearch, ...], now: float) -> _Tool:
     share = np.array(
         [d * capped[p.member] / member_weight[p.member] for p, d in zip(past, decay.tolist(), strict=True)]
     )
-    mean = (share[:, None] * rows).sum(axis=0) / max(float(share.sum()), 1e-12)
+    mean = ((share[:, None] * rows).sum(axis=0) / max(float(share.sum()), 1e-12)).astype(np.float32)
     mass = min(1.0, sum(capped.values()) / FULL_WEIGHT)
-    centre = mean / max(float(np.linalg.norm(mean)), 1e-12)
-    return _Tool(np.ascontiguousarray(rows), mean.astype(np.float32), mass, centre.astype(np.float32))
+    return _Tool(np.ascontiguousarray(rows), mean, mass, max(float(np.linalg.norm(mean)), 1e-12))
