@@ -413,6 +413,27 @@ def ranker(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+CEILING_COLUMNS = (
+    ("first", "first"),
+    ("first three", "first_three"),
+    ("hit@1", "hit@1"),
+    ("hit@3", "hit@3"),
+    ("answered", "answered"),
+    ("no-tool empty", "no_tool_empty"),
+)
+
+
+def gate_ceiling(data: dict[str, Any]) -> str:
+    """bench/gate_ceiling.py: what gates (and a ranker) fitted on MetaTool alone could reach with
+    history at #31's bound on the no-tool requests, beside the shipped gate (held out)."""
+    title = f"MetaTool, {data['per_tool']} past searches per tool, held out"
+    lines = [f"| {title} | " + " | ".join(c[0] for c in CEILING_COLUMNS) + " |"]
+    lines.append("|---|" + "---|" * len(CEILING_COLUMNS))
+    for name, figures in data["gates"].items():
+        lines.append(f"| {name} | " + " | ".join(_cell(figures[key]) for _, key in CEILING_COLUMNS) + " |")
+    return "\n".join(lines)
+
+
 ENCODER_SETS = (
     ("MetaTool", "metatool", ("hit@1", "hit@3")),
     ("LiveMCPBench", "livemcpbench", ("hit@1", "r@5")),
@@ -461,6 +482,7 @@ RENDERERS = {
     "typo-matching": ("typo_matching.json", typo_matching),
     "ranker": ("gate_cv.json", ranker),
     "encoders": ("encoders.json", encoders),
+    "gate-ceiling": ("gate_ceiling.json", gate_ceiling),
 }
 
 
