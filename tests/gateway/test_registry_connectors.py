@@ -90,6 +90,11 @@ def _run(
     return done.returncode, body, done.stderr
 
 
+def _add(db_url: str, registry: str, name: str, entry: str, *flags: str, **more: Any) -> tuple[int, Any, str]:
+    """``connections add NAME --from-registry ENTRY [FLAGS]`` (``_run``'s settings and host env)."""
+    return _run(db_url, registry, "connections", "add", name, "--from-registry", entry, *flags, **more)
+
+
 def _error(body: Any) -> dict[str, Any]:
     """The ``{"error": {...}}`` a failed command prints under ``--json``."""
     return dict(body["error"])
@@ -150,9 +155,7 @@ def test_r13_9_a_deleted_entry_is_not_offered_by_name_either(org: str, registry:
     code, body, _ = _run(org, registry, "connectors", "show", "io.github.example/time-legacy")
     assert code == 1
     assert _error(body)["code"] == "not_found"
-    code, body, _err = _run(
-        org, registry, "connections", "add", "old", "--from-registry", "io.github.example/time-legacy"
-    )
+    code, body, _err = _add(org, registry, "old", "io.github.example/time-legacy")
     assert _error(body)["code"] == "not_found"
     assert _rows(org) == []
 
@@ -160,16 +163,7 @@ def test_r13_9_a_deleted_entry_is_not_offered_by_name_either(org: str, registry:
 def test_r13_9_a_pypi_entry_becomes_an_active_stdio_connection_run_by_uvx(
     org: str, registry: str, uvx_options: list[str]
 ) -> None:
-    code, view, err = _run(
-        org,
-        registry,
-        "connections",
-        "add",
-        "clock",
-        "--from-registry",
-        "io.github.example/time",
-        registry_uvx_options=uvx_options,
-    )
+    code, view, err = _add(org, registry, "clock", "io.github.example/time", registry_uvx_options=uvx_options)
     assert code == 0, err
     assert view["status"] == "active", view
     assert view["tools"] >= 2  # get_current_time, convert_time
@@ -192,7 +186,7 @@ def test_r13_9_a_remote_whose_header_needs_a_secret_is_refused_until_given_then_
     org: str, registry: str
 ) -> None:
     ref = "io.github.example/remote-clock"
-    code, body, err = _run(org, registry, "connections", "add", "rc", "--from-registry", ref)
+    code, body, err = _add(org, registry, "rc", ref)
     assert code == 1
     error = _error(body)
     assert error["code"] == "needs_input"
@@ -200,9 +194,7 @@ def test_r13_9_a_remote_whose_header_needs_a_secret_is_refused_until_given_then_
     assert error["missing"][0]["secret"] is True
     assert _rows(org) == []
     secret = "sk-registry-9f8e7d6c5b4a"
-    code, view, err = _run(
-        org, registry, "connections", "add", "rc", "--from-registry", ref, "--input", f"api_key={secret}"
-    )
+    code, view, err = _add(org, registry, "rc", ref, "--input", f"api_key={secret}")
     assert code == 0, err
     assert view["status"] == "active"
     assert view["transport"] == "http"
@@ -218,13 +210,10 @@ def test_r13_9_a_remote_whose_header_needs_a_secret_is_refused_until_given_then_
 def test_r13_9_an_identifier_holding_a_shell_command_is_refused_and_nothing_runs(
     org: str, registry: str, marker: Path, uvx_options: list[str]
 ) -> None:
-    code, body, _err = _run(
+    code, body, _err = _add(
         org,
         registry,
-        "connections",
-        "add",
         "evil",
-        "--from-registry",
         "io.github.example/time-evil",
         registry_uvx_options=uvx_options,
         allow_remote_stdio=True,
@@ -238,9 +227,7 @@ def test_r13_9_an_identifier_holding_a_shell_command_is_refused_and_nothing_runs
 
 
 def test_r13_9_a_server_json_failing_the_published_schema_is_refused(org: str, registry: str) -> None:
-    code, body, _err = _run(
-        org, registry, "connections", "add", "broken", "--from-registry", "io.github.example/time-broken"
-    )
+    code, body, _err = _add(org, registry, "broken", "io.github.example/time-broken")
     assert code == 1
     error = _error(body)
     assert error["code"] == "invalid_arguments"
@@ -251,29 +238,17 @@ def test_r13_9_a_server_json_failing_the_published_schema_is_refused(org: str, r
 def test_r13_9_an_oci_image_without_digest_is_refused_when_the_organization_requires_digests(
     org: str, registry: str
 ) -> None:
-    code, body, _err = _run(
-        org,
-        registry,
-        "connections",
-        "add",
-        "box",
-        "--from-registry",
-        "io.github.example/time-oci",
-        registry_require_digest=True,
-    )
+    code, body, _err = _add(org, registry, "box", "io.github.example/time-oci", registry_require_digest=True)
     assert code == 1
     assert _error(body)["code"] == "restricted"
     assert _rows(org) == []
 
 
 def test_r13_9_an_entry_outside_the_allow_list_is_refused(org: str, registry: str) -> None:
-    code, body, _err = _run(
+    code, body, _err = _add(
         org,
         registry,
-        "connections",
-        "add",
         "rc",
-        "--from-registry",
         "io.github.example/remote-clock",
         "--input",
         "api_key=k",
@@ -285,13 +260,10 @@ def test_r13_9_an_entry_outside_the_allow_list_is_refused(org: str, registry: st
 
 
 def test_r13_9_a_missing_runtime_is_named(org: str, registry: str) -> None:
-    code, body, _err = _run(
+    code, body, _err = _add(
         org,
         registry,
-        "connections",
-        "add",
         "weather",
-        "--from-registry",
         "io.github.user/local-weather",
         "--input",
         "API_KEY=k",
@@ -310,9 +282,7 @@ def test_r13_9_a_newer_version_is_listed_and_moving_to_it_is_explicit_and_audite
     org: str, registry: str
 ) -> None:
     ref = "io.github.example/remote-clock@1.0.0"
-    code, view, err = _run(
-        org, registry, "connections", "add", "rc", "--from-registry", ref, "--input", "api_key=k1"
-    )
+    code, view, err = _add(org, registry, "rc", ref, "--input", "api_key=k1")
     assert code == 0, err
     assert view["from_registry"]["version"] == "1.0.0"
     code, listed, _ = _run(org, registry, "connectors", "updates")
@@ -393,9 +363,7 @@ def test_r13_9_the_org_files_allow_list_refuses_an_entry_outside_it(
     path.write_text('catalog:\n  allow: ["io.github.acme/*"]\n')
     cli(org, "apply", "-f", str(path), env=env)  # the list alone, kept for every face
     ref = "io.github.example/remote-clock"
-    code, body, _ = _run(
-        org, registry, "connections", "add", "rc", "--from-registry", ref, "--input", "api_key=k"
-    )
+    code, body, _ = _add(org, registry, "rc", ref, "--input", "api_key=k")
     assert code == 1
     assert _error(body)["code"] == "restricted"
     assert _rows(org) == []
@@ -412,15 +380,8 @@ def test_r13_9_a_pypi_entry_whose_file_matches_its_file_sha256_is_installed_chec
     sha = hashlib.sha256(wheel.read_bytes()).hexdigest()
     code, shown, _ = _run(org, registry, "connectors", "show", "io.github.example/time-verified")
     assert shown["runs"].startswith(f"uv pip install mcp-server-time==2026.10.19 --hash=sha256:{sha} ")
-    code, view, err = _run(
-        org,
-        registry,
-        "connections",
-        "add",
-        "clock",
-        "--from-registry",
-        "io.github.example/time-verified",
-        registry_uvx_options=uvx_options,
+    code, view, err = _add(
+        org, registry, "clock", "io.github.example/time-verified", registry_uvx_options=uvx_options
     )
     assert code == 0, err
     assert view["status"] == "active", view
@@ -439,15 +400,8 @@ def test_r13_9_a_pypi_entry_whose_file_matches_its_file_sha256_is_installed_chec
 def test_r13_9_a_pypi_file_whose_sha256_is_not_the_declared_one_is_never_installed_or_run(
     org: str, registry: str, uvx_options: list[str]
 ) -> None:
-    code, body, err = _run(
-        org,
-        registry,
-        "connections",
-        "add",
-        "hashed",
-        "--from-registry",
-        "io.github.example/time-hashed",
-        registry_uvx_options=uvx_options,
+    code, body, err = _add(
+        org, registry, "hashed", "io.github.example/time-hashed", registry_uvx_options=uvx_options
     )
     assert code == 1
     error = _error(body)
@@ -467,9 +421,7 @@ def test_r13_9_a_pypi_file_whose_sha256_is_not_the_declared_one_is_never_install
 def test_r13_9_a_file_hash_npx_or_docker_cannot_check_is_refused_rather_than_run_unchecked(
     org: str, registry: str, entry: str, why: str
 ) -> None:
-    code, body, _ = _run(
-        org, registry, "connections", "add", "hashed", "--from-registry", f"io.github.example/{entry}"
-    )
+    code, body, _ = _add(org, registry, "hashed", f"io.github.example/{entry}")
     assert code == 1
     error = _error(body)
     assert error["code"] == "invalid_arguments"
@@ -480,9 +432,7 @@ def test_r13_9_a_file_hash_npx_or_docker_cannot_check_is_refused_rather_than_run
 
 def test_r13_9_from_registry_defines_the_connection_alone(org: str, registry: str) -> None:
     ref = "io.github.example/remote-clock"
-    code, body, _ = _run(
-        org, registry, "connections", "add", "rc", "--from-registry", ref, "--url", "http://x.example/"
-    )
+    code, body, _ = _add(org, registry, "rc", ref, "--url", "http://x.example/")
     assert code == 1
     error = _error(body)
     assert error["code"] == "invalid_arguments"

@@ -223,29 +223,14 @@ async def updates(gw: Gateway, actor: Principal) -> list[dict[str, Any]]:
     for row in await manage.list_connections(gw, actor):
         if not row.registry_name or not row.registry_version:
             continue
+        where = {"name": row.name, "server": row.registry_name, "version": row.registry_version}
         try:
             latest = await find(reader_of(gw, row.registry), row.registry_name)
         except NotFound:
-            out.append(
-                {
-                    "name": row.name,
-                    "server": row.registry_name,
-                    "version": row.registry_version,
-                    "latest": None,
-                    "note": "no registry offers this entry any more",
-                }
-            )
+            out.append({**where, "latest": None, "note": "no registry offers this entry any more"})
             continue
         if latest.entry.version != row.registry_version:
-            out.append(
-                {
-                    "name": row.name,
-                    "server": row.registry_name,
-                    "version": row.registry_version,
-                    "latest": latest.entry.version,
-                    "registry": latest.registry,
-                }
-            )
+            out.append({**where, "latest": latest.entry.version, "registry": latest.registry})
     return out
 
 
