@@ -78,17 +78,16 @@ def rows(queries: list[Query], folds: int, per_tool: int) -> list[Row]:
         for q in queries:
             if q.fold != k or q.set not in SETS:
                 continue
-            if q.evidence is None:
+            evidence = q.evidence
+            if evidence is not None:
+                evidence = with_usage(
+                    evidence, channel, q.vector, q.slot_of(), q.names.__getitem__, texts=q.texts
+                )
+            decision = None if evidence is None else model.decide(evidence)
+            if evidence is None or decision is None:  # settled before the gate, or no candidate at all
                 out.append(Row(k, q.positive, None, 0.0, model.threshold, False, False))
                 continue
-            evidence = with_usage(
-                q.evidence, channel, q.vector, q.slot_of(), q.names.__getitem__, texts=q.texts
-            )
-            decision = model.decide(evidence)
-            slots = candidates(evidence)
-            if decision is None or not len(slots):
-                out.append(Row(k, q.positive, None, 0.0, model.threshold, False, False))
-                continue
+            slots = candidates(evidence)  # decide's candidates, in its order before ranking
             features = pair_features(evidence, slots, model.design)
             scored = model.scorer.logit(features)
             gate = gate_features(evidence, slots, scored, model.design)
